@@ -1,0 +1,34 @@
+#include "pipes/pipe.hpp"
+
+#include <unistd.h>
+
+#include <utility>
+
+namespace uringfwd::pipes {
+
+Pipe::~Pipe() { close_both(); }
+
+Pipe::Pipe(Pipe&& other) noexcept
+    : read_fd_(std::exchange(other.read_fd_, -1)), write_fd_(std::exchange(other.write_fd_, -1)),
+      capacity_(other.capacity_), bytes_(std::exchange(other.bytes_, 0)) {}
+
+Pipe& Pipe::operator=(Pipe&& other) noexcept {
+    if (this != &other) {
+        close_both();
+        read_fd_ = std::exchange(other.read_fd_, -1);
+        write_fd_ = std::exchange(other.write_fd_, -1);
+        capacity_ = other.capacity_;
+        bytes_ = std::exchange(other.bytes_, 0);
+    }
+    return *this;
+}
+
+void Pipe::close_both() {
+    if (read_fd_ >= 0)
+        ::close(read_fd_);
+    if (write_fd_ >= 0)
+        ::close(write_fd_);
+    read_fd_ = write_fd_ = -1;
+}
+
+} // namespace uringfwd::pipes

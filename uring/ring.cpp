@@ -1,0 +1,221 @@
+#include "uring/ring.hpp"
+
+#include <fmt/format.h>
+#include <liburing.h>
+#include <sched.h>
+
+#include <cerrno>
+#include <cstring>
+#include <deque>
+
+namespace uringfwd::uring {
+
+struct Ring::State {
+    io_uring ring{};
+    // IORING_OP_TIMEOUT and LINK_TIMEOUT read their timespec when the SQE is submitted,
+    // not when it is prepared, so each one lives here until the next submit.
+    // A deque never moves its elements on push_back.
+    std::deque<__kernel_timespec> timespecs;
+};
+
+bool Completion::more() const { return (flags & IORING_CQE_F_MORE) != 0; }
+
+std::string RingFeatures::describe() const {
+    std::string out = fmt::format("io_uring sq={} cq={}", sq_entries, cq_entries);
+    if (single_issuer)
+        out += " single-issuer";
+    if (defer_taskrun)
+        out += " defer-taskrun";
+    if (coop_taskrun)
+        out += " coop-taskrun";
+    if (submit_all)
+        out += " submit-all";
+    if (registered_ring_fd)
+        out += " registered-ring-fd";
+    return out;
+}
+
+namespace {
+
+// Setup flags, best first. Each shard thread is the only submitter to its ring, so
+// SINGLE_ISSUER (6.0) lets the kernel skip locking, and DEFER_TASKRUN (6.1) runs
+// completion work only when the shard enters the kernel to wait, which is exactly
+// when it wants completions: no interrupts of the shard while it is busy. A kernel
+// that refuses a combination answers EINVAL and we try the next (kernel-notes.md §7).
+struct SetupAttempt {
+    unsigned flags;
+};
+constexpr unsigned kSubmitAll = IORING_SETUP_SUBMIT_ALL;
+constexpr SetupAttempt kAttempts[] = {
+    {IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | kSubmitAll},
+    {IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG | kSubmitAll},
+    {kSubmitAll},
+    {0},
+};
+
+[[noreturn]] void throw_unavailable(int err) {
+    if (err == ENOSYS || err == EPERM || err == EACCES) {
+        throw RingError(fmt::format(
+            "io_uring is unavailable ({}): it is disabled by the kernel "
+            "(sysctl kernel.io_uring_disabled) or blocked by a seccomp profile (e.g. "
+            "a container runtime's default); allow io_uring_setup/io_uring_enter/"
+            "io_uring_register or set kernel.io_uring_disabled=0",
+            std::strerror(err)));
+    }
+    if (err == ENOMEM)
+        throw RingError("io_uring setup failed: out of memory (locked-memory limit? "
+                        "raise `ulimit -l` or use a smaller ring)");
+    throw RingError(fmt::format("io_uring setup failed: {}", std::strerror(err)));
+}
+
+} // namespace
+
+Ring::Ring(unsigned entries) : state_(std::make_unique<State>()) {
+    int last_error = 0;
+    bool ok = false;
+    for (const SetupAttempt& attempt : kAttempts) {
+        io_uring_params params{};
+        params.flags = attempt.flags | IORING_SETUP_CQSIZE;
+        // Completions arrive in bursts (two per splice pair, one per poll); a large CQ
+        // keeps the kernel from spilling into its overflow list.
+        params.cq_entries = entries * 4;
+        int ret = io_uring_queue_init_params(entries, &state_->ring, &params);
+        if (ret == 0) {
+            features_.single_issuer = params.flags & IORING_SETUP_SINGLE_ISSUER;
+            features_.defer_taskrun = params.flags & IORING_SETUP_DEFER_TASKRUN;
+            features_.coop_taskrun = params.flags & IORING_SETUP_COOP_TASKRUN;
+            features_.submit_all = params.flags & IORING_SETUP_SUBMIT_ALL;
+            features_.sq_entries = params.sq_entries;
+            features_.cq_entries = params.cq_entries;
+            ok = true;
+            break;
+        }
+        last_error = -ret;
+        if (last_error != EINVAL)
+            break; // not a flag problem: no point in trying weaker flags
+    }
+    if (!ok)
+        throw_unavailable(last_error);
+    // A registered ring fd saves an fget/fput on every io_uring_enter (5.18).
+    features_.registered_ring_fd = io_uring_register_ring_fd(&state_->ring) == 1;
+    batch_.reserve(features_.cq_entries);
+}
+
+Ring::~Ring() { io_uring_queue_exit(&state_->ring); }
+
+io_uring_sqe* Ring::next_sqe() {
+    io_uring_sqe* sqe = io_uring_get_sqe(&state_->ring);
+    while (sqe == nullptr) {
+        // The submission queue is full: hand what we have to the kernel now. This is
+        // rare (the queue is sized for a full batch) and costs one extra syscall.
+        ++counters_.enters;
+        io_uring_submit(&state_->ring);
+        sqe = io_uring_get_sqe(&state_->ring);
+    }
+    return sqe;
+}
+
+namespace {
+void apply_link(io_uring_sqe* sqe, Link link) {
+    if (link == Link::Soft)
+        sqe->flags |= IOSQE_IO_LINK;
+    else if (link == Link::Hard)
+        sqe->flags |= IOSQE_IO_HARDLINK;
+}
+
+__kernel_timespec to_timespec(std::chrono::nanoseconds d) {
+    __kernel_timespec ts{};
+    ts.tv_sec = d.count() / 1'000'000'000;
+    ts.tv_nsec = d.count() % 1'000'000'000;
+    return ts;
+}
+} // namespace
+
+void Ring::poll(int fd, unsigned events, uint64_t user_data) {
+    io_uring_sqe* sqe = next_sqe();
+    io_uring_prep_poll_add(sqe, fd, events);
+    io_uring_sqe_set_data64(sqe, user_data);
+}
+
+void Ring::splice(int fd_in, int fd_out, unsigned len, unsigned splice_flags, uint64_t user_data,
+                  Link link) {
+    io_uring_sqe* sqe = next_sqe();
+    io_uring_prep_splice(sqe, fd_in, -1, fd_out, -1, len, splice_flags);
+    io_uring_sqe_set_data64(sqe, user_data);
+    apply_link(sqe, link);
+}
+
+void Ring::accept_multishot(int listen_fd, uint64_t user_data) {
+    io_uring_sqe* sqe = next_sqe();
+    io_uring_prep_multishot_accept(sqe, listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    io_uring_sqe_set_data64(sqe, user_data);
+}
+
+void Ring::connect(int fd, const sockaddr* addr, socklen_t len, uint64_t user_data, Link link) {
+    io_uring_sqe* sqe = next_sqe();
+    io_uring_prep_connect(sqe, fd, addr, len);
+    io_uring_sqe_set_data64(sqe, user_data);
+    apply_link(sqe, link);
+}
+
+void Ring::link_timeout(std::chrono::nanoseconds timeout, uint64_t user_data) {
+    __kernel_timespec& ts = state_->timespecs.emplace_back(to_timespec(timeout));
+    io_uring_sqe* sqe = next_sqe();
+    io_uring_prep_link_timeout(sqe, &ts, 0);
+    io_uring_sqe_set_data64(sqe, user_data);
+}
+
+void Ring::timeout(std::chrono::nanoseconds timeout, uint64_t user_data) {
+    __kernel_timespec& ts = state_->timespecs.emplace_back(to_timespec(timeout));
+    io_uring_sqe* sqe = next_sqe();
+    io_uring_prep_timeout(sqe, &ts, 0, 0);
+    io_uring_sqe_set_data64(sqe, user_data);
+}
+
+void Ring::cancel_fd(int fd, uint64_t user_data) {
+    io_uring_sqe* sqe = next_sqe();
+    io_uring_prep_cancel_fd(sqe, fd, IORING_ASYNC_CANCEL_ALL);
+    io_uring_sqe_set_data64(sqe, user_data);
+}
+
+void Ring::cancel(uint64_t target, uint64_t user_data) {
+    io_uring_sqe* sqe = next_sqe();
+    io_uring_prep_cancel64(sqe, target, 0);
+    io_uring_sqe_set_data64(sqe, user_data);
+}
+
+std::span<const Completion> Ring::submit_and_wait(unsigned min_completions) {
+    ++counters_.enters;
+    // -EINTR (a signal) and -EBUSY/-EAGAIN (completion queue backed up) are not
+    // errors here: whatever completions exist are reaped below, and what was not
+    // submitted stays queued for the next call.
+    io_uring_submit_and_wait(&state_->ring, min_completions);
+    if (io_uring_sq_ready(&state_->ring) == 0)
+        state_->timespecs.clear();
+
+    batch_.clear();
+    unsigned head = 0;
+    io_uring_cqe* cqe = nullptr;
+    io_uring_for_each_cqe(&state_->ring, head, cqe) {
+        batch_.push_back(Completion{cqe->user_data, cqe->res, cqe->flags});
+    }
+    // One store to the CQ head for the whole batch.
+    io_uring_cq_advance(&state_->ring, static_cast<unsigned>(batch_.size()));
+    counters_.completions += batch_.size();
+    return batch_;
+}
+
+int Ring::set_worker_affinity(const std::vector<int>& cpus) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int cpu : cpus)
+        CPU_SET(cpu, &set);
+    return io_uring_register_iowq_aff(&state_->ring, sizeof(set), &set);
+}
+
+int Ring::set_worker_limits(unsigned bounded, unsigned unbounded) {
+    unsigned values[2] = {bounded, unbounded};
+    return io_uring_register_iowq_max_workers(&state_->ring, values);
+}
+
+} // namespace uringfwd::uring

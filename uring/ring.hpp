@@ -1,0 +1,125 @@
+// A small C++ face for one io_uring instance: setup with the best flags the kernel
+// accepts, typed preparation of the few operations a forwarder needs, and batched
+// completion reaping. Nothing here knows about connections or forwarding; callers tag
+// every operation with an opaque 64-bit value and get it back in its Completion.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+struct io_uring_sqe; // liburing stays out of this header on purpose
+
+namespace uringfwd::uring {
+
+// Setting up the ring failed. The message says why and, where it can, what to do.
+class RingError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+struct Completion {
+    uint64_t user_data;
+    int32_t result; // >= 0 success value, < 0 negated errno
+    uint32_t flags;
+
+    // Another completion will follow for this multishot request.
+    bool more() const;
+};
+
+// How a prepared operation relates to the one prepared right after it.
+enum class Link {
+    None,
+    // The next operation runs only if this one returns exactly what it asked for.
+    Soft,
+    // The next operation runs after this one whatever it returned (IOSQE_IO_HARDLINK):
+    // the right choice for splice pairs, where a short first splice is normal
+    // (kernel-notes.md §3).
+    Hard,
+};
+
+struct RingFeatures {
+    bool single_issuer = false;
+    bool defer_taskrun = false;
+    bool coop_taskrun = false;
+    bool submit_all = false;
+    bool registered_ring_fd = false;
+    unsigned sq_entries = 0;
+    unsigned cq_entries = 0;
+
+    std::string describe() const;
+};
+
+struct RingCounters {
+    uint64_t enters = 0;      // calls into the kernel that submit and/or wait
+    uint64_t completions = 0; // CQEs reaped
+};
+
+class Ring {
+public:
+    // entries: submission queue size; the completion queue gets four times as many.
+    // Throws RingError.
+    explicit Ring(unsigned entries);
+    ~Ring();
+    Ring(const Ring&) = delete;
+    Ring& operator=(const Ring&) = delete;
+
+    // One-shot poll; completes with the ready mask. POLLERR and POLLHUP are always
+    // reported, so events == 0 watches for errors only.
+    void poll(int fd, unsigned events, uint64_t user_data);
+
+    // splice(2) from fd_in to fd_out, neither with an offset.
+    void splice(int fd_in, int fd_out, unsigned len, unsigned splice_flags, uint64_t user_data,
+                Link link = Link::None);
+
+    // Multishot accept; new sockets come back non-blocking and close-on-exec.
+    void accept_multishot(int listen_fd, uint64_t user_data);
+
+    // addr must stay valid until the next wait(): the kernel copies it at submission.
+    void connect(int fd, const sockaddr* addr, socklen_t len, uint64_t user_data,
+                 Link link = Link::None);
+
+    // Cancels the preceding linked operation if it has not completed within timeout.
+    void link_timeout(std::chrono::nanoseconds timeout, uint64_t user_data);
+
+    // Completes with -ETIME after timeout.
+    void timeout(std::chrono::nanoseconds timeout, uint64_t user_data);
+
+    // Cancels every pending operation whose file is fd; completes with the number
+    // cancelled or -ENOENT.
+    void cancel_fd(int fd, uint64_t user_data);
+
+    // Cancels the operation tagged target.
+    void cancel(uint64_t target, uint64_t user_data);
+
+    // Submits everything prepared, waits for at least min_completions (0 = don't wait),
+    // and returns every completion that is ready: one syscall, many CQEs. The span is
+    // valid until the next call.
+    std::span<const Completion> submit_and_wait(unsigned min_completions = 1);
+
+    // Restricts this thread's io-wq workers to cpus (IORING_REGISTER_IOWQ_AFF).
+    // Returns 0 or a negated errno.
+    int set_worker_affinity(const std::vector<int>& cpus);
+    // Caps io-wq workers (bounded, unbounded; 0 = keep). Returns 0 or negated errno.
+    int set_worker_limits(unsigned bounded, unsigned unbounded);
+
+    const RingFeatures& features() const { return features_; }
+    const RingCounters& counters() const { return counters_; }
+
+private:
+    io_uring_sqe* next_sqe();
+
+    struct State; // the io_uring and what the kernel reads at submission
+    std::unique_ptr<State> state_;
+    RingFeatures features_;
+    RingCounters counters_;
+    std::vector<Completion> batch_;
+};
+
+} // namespace uringfwd::uring
