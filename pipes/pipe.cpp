@@ -1,5 +1,6 @@
 #include "pipes/pipe.hpp"
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <utility>
@@ -21,6 +22,13 @@ Pipe& Pipe::operator=(Pipe&& other) noexcept {
         bytes_ = std::exchange(other.bytes_, 0);
     }
     return *this;
+}
+
+std::size_t Pipe::queued_bytes() const {
+    int n = 0;
+    if (::ioctl(read_fd_, FIONREAD, &n) != 0)
+        return 1; // cannot tell: treat as not empty
+    return static_cast<std::size_t>(n);
 }
 
 void Pipe::close_both() {

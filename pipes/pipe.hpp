@@ -25,6 +25,10 @@ public:
     std::size_t bytes() const { return bytes_; }
     bool empty() const { return bytes_ == 0; }
 
+    // Asks the kernel how many bytes the pipe holds (FIONREAD): a syscall, for the
+    // paths where a wrong counter would be a leak between streams.
+    std::size_t queued_bytes() const;
+
     void set_capacity(std::size_t capacity) { capacity_ = capacity; }
     void filled(std::size_t n) { bytes_ += n; }
     void drained(std::size_t n) { bytes_ -= n; }

@@ -39,9 +39,9 @@ std::optional<Pipe> PipePool::lease() {
     return pipe;
 }
 
-void PipePool::give_back(Pipe pipe) {
+void PipePool::give_back(Pipe pipe, Check check) {
     --counters_.leased_now;
-    if (!pipe.empty()) {
+    if (!pipe.empty() || (check == Check::AskKernel && pipe.queued_bytes() != 0)) {
         ++counters_.closed_dirty;
         return; // destructor closes it
     }

@@ -31,9 +31,14 @@ public:
     // us another pipe right now; the caller waits and asks again after a give_back().
     std::optional<Pipe> lease();
 
+    enum class Check {
+        Counter,   // trust the pipe's byte counter
+        AskKernel, // also ask the kernel (one syscall): for pipes of aborted streams
+    };
+
     // Takes a pipe back. An empty pipe is kept for the next lease; one that still
     // holds bytes is closed, so no byte of one stream can ever reach another.
-    void give_back(Pipe pipe);
+    void give_back(Pipe pipe, Check check = Check::Counter);
 
     // The size new pipes are asked to have.
     std::size_t pipe_size() const { return policy_.wanted(); }

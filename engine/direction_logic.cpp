@@ -1,0 +1,64 @@
+#include "direction_logic.hpp"
+
+#include <cerrno>
+
+namespace uringfwd::engine {
+
+const char* to_string(Next next) {
+    switch (next) {
+    case Next::SpliceAgain:
+        return "splice-again";
+    case Next::WaitReadable:
+        return "wait-readable";
+    case Next::WaitWritable:
+        return "wait-writable";
+    case Next::SourceEnded:
+        return "source-ended";
+    case Next::SourceFailed:
+        return "source-failed";
+    case Next::DestFailed:
+        return "dest-failed";
+    }
+    return "?";
+}
+
+namespace {
+// -EAGAIN is the normal "nothing to do right now" of a non-blocking splice. On the
+// source side it means the socket is empty (the pipe cannot be full: pairs start on an
+// empty pipe, kernel-notes.md §2.4); on the destination side it means the socket
+// buffer is full or the pipe was empty.
+bool failed(int result) { return result < 0 && result != -EAGAIN; }
+} // namespace
+
+Next after_pair(const PairOutcome& o) {
+    // A destination error matters even if the source also ended: the bytes read can no
+    // longer be delivered, so the stream is broken.
+    if (failed(o.out))
+        return Next::DestFailed;
+    if (failed(o.in))
+        return Next::SourceFailed;
+    if (o.left_in_pipe > 0)
+        return Next::WaitWritable; // pipe->socket stops early only when the socket is full
+    if (o.in == 0)
+        return Next::SourceEnded;
+    if (o.in < 0)
+        return Next::WaitReadable; // -EAGAIN: spurious wake-up or someone else drained it
+    // Everything read was delivered. A read that filled at least half the pipe suggests
+    // a backlog: splice again at once. A smaller one probably emptied the socket, and
+    // another splice would most likely cost an io-wq round trip just to return
+    // -EAGAIN; a one-shot POLLIN checks readiness inline instead (kernel-notes.md §1.7,
+    // §2.3) and completes at once if more has arrived.
+    if (static_cast<std::size_t>(o.in) * 2 >= o.capacity)
+        return Next::SpliceAgain;
+    return Next::WaitReadable;
+}
+
+Next after_drain(int out, std::size_t left_in_pipe) {
+    if (failed(out))
+        return Next::DestFailed;
+    if (left_in_pipe > 0)
+        return Next::WaitWritable;
+    return Next::WaitReadable;
+}
+
+} // namespace uringfwd::engine

@@ -1,0 +1,35 @@
+// The decisions of one forwarding direction (source socket -> pipe -> destination
+// socket), as pure functions of splice results, so they can be tested without a kernel.
+#pragma once
+
+#include <cstddef>
+
+namespace uringfwd::engine {
+
+enum class Next {
+    SpliceAgain,  // pipe empty, source likely has more queued: submit another pair now
+    WaitReadable, // pipe empty, source drained: give the pipe back, wait for POLLIN
+    WaitWritable, // bytes left in the pipe, destination full: wait for POLLOUT, then drain
+    SourceEnded,  // FIN from the source and the pipe is empty: shut the destination's write side
+    SourceFailed, // reading the source failed (reset, error)
+    DestFailed,   // writing the destination failed (reset, broken pipe)
+};
+
+const char* to_string(Next next);
+
+// A socket->pipe splice hard-linked to a pipe->socket splice, submitted on an empty
+// pipe. `in` and `out` are the two CQE results; `left_in_pipe` is the byte counter after
+// both were accounted.
+struct PairOutcome {
+    int in;
+    int out;
+    std::size_t left_in_pipe;
+    std::size_t capacity;
+};
+
+Next after_pair(const PairOutcome& outcome);
+
+// A pipe->socket splice that drained bytes left over from a pair.
+Next after_drain(int out, std::size_t left_in_pipe);
+
+} // namespace uringfwd::engine

@@ -1,0 +1,570 @@
+#include "shard.hpp"
+
+#include "sockets.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace uringfwd::engine {
+
+namespace {
+
+// Single writer: a relaxed load and store is enough and avoids a locked instruction.
+void bump(std::atomic<uint64_t>& counter, uint64_t n = 1) {
+    counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+void drop(std::atomic<uint64_t>& counter) {
+    counter.store(counter.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+}
+void set(std::atomic<uint64_t>& counter, uint64_t value) {
+    counter.store(value, std::memory_order_relaxed);
+}
+
+std::string errno_text(int negative_result) { return std::strerror(-negative_result); }
+
+// Accepting fails with these when the process or system is out of file descriptors
+// or memory; the pending connections stay in the backlog, so pausing and retrying
+// loses nothing.
+bool is_resource_shortage(int err) {
+    return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+}
+
+constexpr std::chrono::milliseconds kFirstAcceptBackoff{20};
+constexpr std::chrono::milliseconds kMaxAcceptBackoff{1000};
+constexpr std::chrono::milliseconds kPipeRetryDelay{50};
+constexpr int kListenBacklog = 4096;
+
+// Both splices of a pair and every drain are non-blocking: the sockets are
+// O_NONBLOCK and the pipes too, and SPLICE_F_NONBLOCK covers Unix sources, which
+// honour only the flag (kernel-notes.md §2.1). None of them can park an io-wq thread.
+constexpr unsigned kSpliceFlags = SPLICE_F_NONBLOCK;
+
+} // namespace
+
+void ShardCounters::add_to(EngineStats& t) const {
+    auto get = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+    t.accepted += get(accepted);
+    t.active += get(active);
+    t.upstream_failures += get(upstream_failures);
+    t.bytes_to_upstream += get(bytes_to_upstream);
+    t.bytes_to_client += get(bytes_to_client);
+    t.splices += get(splices);
+    t.short_splices += get(short_splices);
+    t.eagains += get(eagains);
+    t.enters += get(enters);
+    t.completions += get(completions);
+    t.pipes_created += get(pipes_created);
+    t.pipes_leased += get(pipes_leased);
+    t.pipes_closed_dirty += get(pipes_closed_dirty);
+    t.pipe_size_reductions += get(pipe_size_reductions);
+    t.pipe_waits += get(pipe_waits);
+    t.accept_backoffs += get(accept_backoffs);
+}
+
+Shard::Shard(ShardSetup setup, Logger logger)
+    : setup_(std::move(setup)), config_(*setup_.config), log_(std::move(logger)),
+      wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+    if (!wake_fd_)
+        throw std::runtime_error(fmt::format("eventfd: {}", std::strerror(errno)));
+    upstream_is_tcp_ = setup_.upstream.family() != AF_UNIX;
+    client_is_tcp_ = setup_.listen.family() != AF_UNIX;
+}
+
+Shard::~Shard() = default;
+
+void Shard::request_stop() {
+    uint64_t one = 1;
+    // Cannot fail in a way worth handling: the counter only saturates after 2^64 - 1.
+    [[maybe_unused]] ssize_t n = ::write(wake_fd_.get(), &one, sizeof(one));
+}
+
+void Shard::run(std::promise<void>& ready) {
+    try {
+        setup();
+    } catch (...) {
+        ready.set_exception(std::current_exception());
+        return;
+    }
+    ready.set_value();
+    serve();
+}
+
+void Shard::setup() {
+    // Everything is allocated here, on the shard's own thread: the ring must be
+    // created by its only submitter (SINGLE_ISSUER, DEFER_TASKRUN), and memory is
+    // first touched by the CPU that will use it.
+    ring_ = std::make_unique<uring::Ring>(config_.ring_entries);
+    pool_ = std::make_unique<pipes::PipePool>(config_.max_pipes, config_.pipe_size);
+    listener_ = open_listener(setup_.listen, /*reuse_port=*/true, kListenBacklog);
+    bound_ = local_address(listener_.get());
+    // Probe the pipe size now, so the start-up line tells the truth and any budget
+    // refusal shows up at once rather than on the first connection.
+    if (auto pipe = pool_->lease())
+        pool_->give_back(std::move(*pipe));
+    description_ = fmt::format("pipes {} bytes (at most {}), {}", pool_->pipe_size(),
+                               pool_->max_pipes(), ring_->features().describe());
+    log_pool_notices();
+}
+
+void Shard::serve() {
+    arm_accept();
+    ring_->poll(wake_fd_.get(), POLLIN, shard_tag(Op::Wake));
+    ++shard_ops_in_flight_;
+
+    while (!finished()) {
+        for (const uring::Completion& c : ring_->submit_and_wait(1))
+            dispatch(c);
+        resume_pipe_waiters();
+        log_pool_notices();
+        publish_counters();
+    }
+    listener_.reset();
+    log_.debug("stopped");
+}
+
+bool Shard::finished() const {
+    return stopping_ && table_.active() == 0 && shard_ops_in_flight_ == 0;
+}
+
+void Shard::publish_counters() {
+    set(counters_.enters, ring_->counters().enters);
+    set(counters_.completions, ring_->counters().completions);
+    const pipes::PoolCounters& p = pool_->counters();
+    set(counters_.pipes_created, p.created);
+    set(counters_.pipes_leased, p.leased_now);
+    set(counters_.pipes_closed_dirty, p.closed_dirty);
+    set(counters_.pipe_size_reductions, p.size_reductions);
+}
+
+void Shard::log_pool_notices() {
+    for (const std::string& notice : pool_->take_notices())
+        log_.warn("{}", notice);
+}
+
+void Shard::dispatch(const uring::Completion& c) {
+    OpTag t = OpTag::decode(c.user_data);
+    if (!t.for_shard()) {
+        on_connection_op(t, c);
+        return;
+    }
+    switch (t.op) {
+    case Op::Accept:
+        on_accept(c);
+        break;
+    case Op::AcceptPause:
+        --shard_ops_in_flight_;
+        on_accept_pause_over();
+        break;
+    case Op::Wake:
+        --shard_ops_in_flight_;
+        on_wake();
+        break;
+    case Op::PipeRetry:
+        --shard_ops_in_flight_;
+        pipe_retry_armed_ = false;
+        break; // resume_pipe_waiters() runs after every batch
+    case Op::ShardCancel:
+        --shard_ops_in_flight_;
+        break;
+    default:
+        log_.error("completion with unknown shard operation {}", static_cast<int>(t.op));
+    }
+}
+
+// ---------------------------------------------------------------- listener
+
+void Shard::arm_accept() {
+    ring_->accept_multishot(listener_.get(), shard_tag(Op::Accept));
+    ++shard_ops_in_flight_;
+    accept_armed_ = true;
+}
+
+void Shard::on_accept(const uring::Completion& c) {
+    if (!c.more()) {
+        --shard_ops_in_flight_;
+        accept_armed_ = false;
+    }
+    if (c.result >= 0) {
+        accept_backoff_ = std::chrono::milliseconds{0};
+        if (stopping_)
+            ::close(c.result);
+        else
+            on_new_client(c.result);
+    } else if (c.result != -ECANCELED) {
+        int err = -c.result;
+        if (is_resource_shortage(err)) {
+            bump(counters_.accept_backoffs);
+            if (accept_backoff_.count() == 0) {
+                log_.warn("accept: {} with {} connections open; pausing accepts, "
+                          "pending clients wait in the backlog",
+                          std::strerror(err), table_.active());
+                accept_backoff_ = kFirstAcceptBackoff;
+            } else {
+                accept_backoff_ = std::min(accept_backoff_ * 2, kMaxAcceptBackoff);
+            }
+        } else {
+            log_.warn("accept: {}", std::strerror(err));
+        }
+    }
+    if (accept_armed_ || stopping_ || accept_paused_)
+        return;
+    if (accept_backoff_.count() > 0 && c.result < 0) {
+        accept_paused_ = true;
+        submit_shard_op_timeout(Op::AcceptPause, accept_backoff_);
+    } else {
+        arm_accept();
+    }
+}
+
+void Shard::on_accept_pause_over() {
+    accept_paused_ = false;
+    if (!stopping_ && !accept_armed_)
+        arm_accept();
+}
+
+void Shard::submit_shard_op_timeout(Op op, std::chrono::milliseconds after) {
+    ring_->timeout(after, shard_tag(op));
+    ++shard_ops_in_flight_;
+}
+
+void Shard::on_wake() {
+    uint64_t value = 0;
+    [[maybe_unused]] ssize_t n = ::read(wake_fd_.get(), &value, sizeof(value));
+    begin_stop();
+}
+
+void Shard::begin_stop() {
+    if (stopping_)
+        return;
+    stopping_ = true;
+    log_.debug("stopping: {} connections open", table_.active());
+    // Stop accepting at once; the listener is closed when the accept completes.
+    if (accept_armed_) {
+        ring_->cancel_fd(listener_.get(), shard_tag(Op::ShardCancel));
+        ++shard_ops_in_flight_;
+    }
+    if (accept_paused_) {
+        ring_->cancel(shard_tag(Op::AcceptPause), shard_tag(Op::ShardCancel));
+        ++shard_ops_in_flight_;
+    }
+    if (pipe_retry_armed_) {
+        ring_->cancel(shard_tag(Op::PipeRetry), shard_tag(Op::ShardCancel));
+        ++shard_ops_in_flight_;
+    }
+    table_.for_each_active([this](uint32_t slot, Connection& conn) {
+        abort(slot, conn, "engine stopping");
+    });
+}
+
+// ---------------------------------------------------------------- connections
+
+uint64_t Shard::tag(Op op, uint32_t slot, const Connection& conn, int d) const {
+    return OpTag{op, static_cast<uint8_t>(d), conn.generation, slot}.encode();
+}
+
+void Shard::on_new_client(int fd) {
+    uint32_t slot = table_.allocate();
+    Connection& conn = table_.at(slot);
+    conn.client.reset(fd);
+    bump(counters_.accepted);
+    bump(counters_.active);
+
+    conn.upstream = open_stream_socket(setup_.upstream);
+    if (!conn.upstream) {
+        bump(counters_.upstream_failures);
+        log_.warn("cannot open a socket to the upstream ({}); resetting client {}",
+                  std::strerror(errno), peer_name(fd));
+        conn.phase = Phase::Closing;
+        conn.reset_on_close = true;
+        settle(slot, conn);
+        return;
+    }
+    if (client_is_tcp_)
+        set_no_delay(fd);
+    if (upstream_is_tcp_)
+        set_no_delay(conn.upstream.get());
+
+    conn.dirs[Connection::kToUpstream].src = conn.client.get();
+    conn.dirs[Connection::kToUpstream].dst = conn.upstream.get();
+    conn.dirs[Connection::kToClient].src = conn.upstream.get();
+    conn.dirs[Connection::kToClient].dst = conn.client.get();
+
+    // The connect is soft-linked to a timeout: whichever ends first cancels the other.
+    // A timed-out connect completes with -ECANCELED.
+    ring_->connect(conn.upstream.get(), setup_.upstream.get(), setup_.upstream.length,
+                   tag(Op::Connect, slot, conn), uring::Link::Soft);
+    ring_->link_timeout(config_.connect_timeout, tag(Op::ConnectTimeout, slot, conn));
+    conn.ops_in_flight += 2;
+}
+
+void Shard::on_connection_op(const OpTag& t, const uring::Completion& c) {
+    Connection* found = table_.find(t.slot, t.generation);
+    if (found == nullptr) {
+        log_.error("completion for a connection that no longer exists (op {})",
+                   static_cast<int>(t.op));
+        return;
+    }
+    Connection& conn = *found;
+    --conn.ops_in_flight;
+    int d = t.direction;
+    switch (t.op) {
+    case Op::Connect:
+        on_connected(t.slot, conn, c.result);
+        break;
+    case Op::ConnectTimeout:
+    case Op::Cancel:
+        break;
+    case Op::PollIn:
+        on_readable(t.slot, conn, d, c.result);
+        break;
+    case Op::PollOut:
+        on_writable(t.slot, conn, d, c.result);
+        break;
+    case Op::SpliceIn:
+    case Op::SpliceOut:
+        on_pair_half(t.slot, conn, d, t.op, c.result);
+        break;
+    case Op::Drain:
+        on_drained(t.slot, conn, d, c.result);
+        break;
+    default:
+        log_.error("completion with unknown connection operation {}", static_cast<int>(t.op));
+    }
+    settle(t.slot, conn);
+}
+
+void Shard::on_connected(uint32_t slot, Connection& conn, int result) {
+    if (conn.phase == Phase::Closing)
+        return;
+    if (result < 0) {
+        bump(counters_.upstream_failures);
+        std::string why = result == -ECANCELED
+                              ? fmt::format("no answer within {} ms", config_.connect_timeout.count())
+                              : errno_text(result);
+        log_.warn("upstream {}: {}; resetting client {}", to_endpoint(setup_.upstream).to_string(),
+                  why, peer_name(conn.client.get()));
+        abort(slot, conn, "upstream connect failed");
+        return;
+    }
+    conn.phase = Phase::Forwarding;
+    start_reading(slot, conn, Connection::kToUpstream);
+    start_reading(slot, conn, Connection::kToClient);
+}
+
+void Shard::abort(uint32_t slot, Connection& conn, const std::string& reason) {
+    if (conn.phase == Phase::Closing)
+        return;
+    log_.debug("connection {}: closing with reset: {}", slot, reason);
+    conn.phase = Phase::Closing;
+    conn.reset_on_close = true;
+    if (conn.ops_in_flight > 0) {
+        // Cancels polls, queued splices into these sockets and a pending connect.
+        // Splices already running finish on their own: every one is non-blocking.
+        for (const uring::UniqueFd* fd : {&conn.client, &conn.upstream}) {
+            if (fd->valid()) {
+                ring_->cancel_fd(fd->get(), tag(Op::Cancel, slot, conn));
+                ++conn.ops_in_flight;
+            }
+        }
+    }
+    settle(slot, conn);
+}
+
+void Shard::settle(uint32_t slot, Connection& conn) {
+    if (conn.in_use && conn.phase == Phase::Closing && conn.ops_in_flight == 0)
+        finalize(slot, conn);
+}
+
+void Shard::finalize(uint32_t slot, Connection& conn) {
+    for (Direction& dir : conn.dirs)
+        release_pipe(dir, /*verify=*/conn.reset_on_close);
+    if (conn.reset_on_close) {
+        for (const uring::UniqueFd* fd : {&conn.client, &conn.upstream})
+            if (fd->valid())
+                set_reset_on_close(fd->get());
+    }
+    table_.release(slot); // closes both sockets
+    drop(counters_.active);
+}
+
+// ---------------------------------------------------------------- directions
+
+void Shard::start_reading(uint32_t slot, Connection& conn, int d) {
+    Direction& dir = conn.dirs[d];
+    dir.state = DirState::PollingIn;
+    // One-shot and level-checked when armed (kernel-notes.md §2.3): if data is already
+    // queued it completes at once, inline, without an io-wq thread.
+    ring_->poll(dir.src, POLLIN, tag(Op::PollIn, slot, conn, d));
+    ++conn.ops_in_flight;
+}
+
+void Shard::on_readable(uint32_t slot, Connection& conn, int d, int result) {
+    if (conn.phase == Phase::Closing)
+        return;
+    if (result < 0) {
+        abort(slot, conn, fmt::format("poll: {}", errno_text(result)));
+        return;
+    }
+    Direction& dir = conn.dirs[d];
+    dir.pipe = pool_->lease();
+    if (!dir.pipe) {
+        dir.state = DirState::WaitingPipe;
+        pipe_waiters_.push_back({slot, conn.generation, d});
+        bump(counters_.pipe_waits);
+        return;
+    }
+    start_pair(slot, conn, d);
+}
+
+void Shard::start_pair(uint32_t slot, Connection& conn, int d) {
+    Direction& dir = conn.dirs[d];
+    unsigned len = static_cast<unsigned>(dir.pipe->capacity());
+    dir.state = DirState::Splicing;
+    dir.pair_pending = 2;
+    // Hard link: the second splice runs even when the first moves less than `len`,
+    // which is the normal case; a soft link would cancel it (kernel-notes.md §3).
+    // The pipe is empty here, so the second splice moves exactly what the first put
+    // in, or stops early when the destination is full.
+    ring_->splice(dir.src, dir.pipe->write_fd(), len, kSpliceFlags,
+                  tag(Op::SpliceIn, slot, conn, d), uring::Link::Hard);
+    ring_->splice(dir.pipe->read_fd(), dir.dst, len, kSpliceFlags,
+                  tag(Op::SpliceOut, slot, conn, d));
+    conn.ops_in_flight += 2;
+}
+
+void Shard::count_bytes(int d, int moved) {
+    if (moved <= 0)
+        return;
+    bump(d == Connection::kToUpstream ? counters_.bytes_to_upstream : counters_.bytes_to_client,
+         static_cast<uint64_t>(moved));
+}
+
+void Shard::on_pair_half(uint32_t slot, Connection& conn, int d, Op op, int result) {
+    Direction& dir = conn.dirs[d];
+    (op == Op::SpliceIn ? dir.pair_in : dir.pair_out) = result;
+    bump(counters_.splices);
+    if (result == -EAGAIN)
+        bump(counters_.eagains);
+    if (--dir.pair_pending > 0)
+        return;
+
+    // Account first, whatever happens next: the counter decides whether this pipe may
+    // ever be reused, so it must be exact even for a connection being torn down.
+    if (dir.pair_in > 0)
+        dir.pipe->filled(static_cast<std::size_t>(dir.pair_in));
+    if (dir.pair_out > 0)
+        dir.pipe->drained(static_cast<std::size_t>(dir.pair_out));
+    count_bytes(d, dir.pair_out);
+    if (dir.pair_in > 0 && !dir.pipe->empty())
+        bump(counters_.short_splices);
+
+    if (conn.phase == Phase::Closing)
+        return;
+    Next next = after_pair({dir.pair_in, dir.pair_out, dir.pipe->bytes(), dir.pipe->capacity()});
+    follow(slot, conn, d, next, dir.pair_out < 0 && dir.pair_out != -EAGAIN ? dir.pair_out : dir.pair_in);
+}
+
+void Shard::on_writable(uint32_t slot, Connection& conn, int d, int result) {
+    if (conn.phase == Phase::Closing)
+        return;
+    if (result < 0) {
+        abort(slot, conn, fmt::format("poll: {}", errno_text(result)));
+        return;
+    }
+    Direction& dir = conn.dirs[d];
+    dir.state = DirState::Draining;
+    ring_->splice(dir.pipe->read_fd(), dir.dst, static_cast<unsigned>(dir.pipe->bytes()),
+                  kSpliceFlags, tag(Op::Drain, slot, conn, d));
+    ++conn.ops_in_flight;
+}
+
+void Shard::on_drained(uint32_t slot, Connection& conn, int d, int result) {
+    Direction& dir = conn.dirs[d];
+    bump(counters_.splices);
+    if (result == -EAGAIN)
+        bump(counters_.eagains);
+    if (result > 0)
+        dir.pipe->drained(static_cast<std::size_t>(result));
+    count_bytes(d, result);
+    if (conn.phase == Phase::Closing)
+        return;
+    follow(slot, conn, d, after_drain(result, dir.pipe->bytes()), result);
+}
+
+void Shard::follow(uint32_t slot, Connection& conn, int d, Next next, int failed_result) {
+    Direction& dir = conn.dirs[d];
+    const char* side = d == Connection::kToUpstream ? "client" : "upstream";
+    const char* other = d == Connection::kToUpstream ? "upstream" : "client";
+    switch (next) {
+    case Next::SpliceAgain:
+        start_pair(slot, conn, d);
+        break;
+    case Next::WaitReadable:
+        // An idle direction holds no pipe: 10 000 idle connections cost no pipe memory.
+        release_pipe(dir, false);
+        start_reading(slot, conn, d);
+        break;
+    case Next::WaitWritable:
+        dir.state = DirState::PollingOut;
+        ring_->poll(dir.dst, POLLOUT, tag(Op::PollOut, slot, conn, d));
+        ++conn.ops_in_flight;
+        break;
+    case Next::SourceEnded:
+        release_pipe(dir, false);
+        // Half-close: pass the FIN on; the other direction keeps flowing.
+        ::shutdown(dir.dst, SHUT_WR);
+        dir.state = DirState::Done;
+        if (conn.both_done()) {
+            conn.phase = Phase::Closing; // clean end: FIN both ways, no reset
+            settle(slot, conn);
+        }
+        break;
+    case Next::SourceFailed:
+        abort(slot, conn, fmt::format("reading {}: {}", side, errno_text(failed_result)));
+        break;
+    case Next::DestFailed:
+        abort(slot, conn, fmt::format("writing {}: {}", other, errno_text(failed_result)));
+        break;
+    }
+}
+
+void Shard::release_pipe(Direction& dir, bool verify) {
+    if (!dir.pipe)
+        return;
+    pool_->give_back(std::move(*dir.pipe), verify ? pipes::PipePool::Check::AskKernel
+                                                  : pipes::PipePool::Check::Counter);
+    dir.pipe.reset();
+}
+
+void Shard::resume_pipe_waiters() {
+    while (!pipe_waiters_.empty()) {
+        PipeWaiter w = pipe_waiters_.front();
+        Connection* conn = table_.find(w.slot, w.generation);
+        if (conn == nullptr || conn->phase != Phase::Forwarding ||
+            conn->dirs[w.direction].state != DirState::WaitingPipe) {
+            pipe_waiters_.pop_front();
+            continue;
+        }
+        std::optional<pipes::Pipe> pipe = pool_->lease();
+        if (!pipe)
+            break;
+        pipe_waiters_.pop_front();
+        conn->dirs[w.direction].pipe = std::move(pipe);
+        start_pair(w.slot, *conn, w.direction);
+    }
+    // If no pipe is out, none will come back to wake the waiters: the kernel refused
+    // to make one (fd or pipe budget). Try again a little later.
+    if (!pipe_waiters_.empty() && pool_->counters().leased_now == 0 && !pipe_retry_armed_ &&
+        !stopping_) {
+        pipe_retry_armed_ = true;
+        submit_shard_op_timeout(Op::PipeRetry, kPipeRetryDelay);
+    }
+}
+
+} // namespace uringfwd::engine

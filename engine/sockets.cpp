@@ -1,0 +1,94 @@
+#include "sockets.hpp"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace uringfwd::engine {
+
+namespace {
+bool is_stale_unix_socket(const SocketAddress& address) {
+    UniqueFd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!probe)
+        return false;
+    return ::connect(probe.get(), address.get(), address.length) != 0 && errno == ECONNREFUSED;
+}
+
+bool is_path_unix(const SocketAddress& address) {
+    auto* un = reinterpret_cast<const sockaddr_un*>(&address.storage);
+    return address.family() == AF_UNIX && un->sun_path[0] != '\0';
+}
+
+int enable(int fd, int level, int option) {
+    int one = 1;
+    return ::setsockopt(fd, level, option, &one, sizeof(one));
+}
+} // namespace
+
+UniqueFd open_listener(const SocketAddress& address, bool reuse_port, int backlog) {
+    auto fail = [&](const char* what) -> UniqueFd {
+        throw std::runtime_error(fmt::format("cannot listen on {}: {}{}",
+                                             to_endpoint(address).to_string(), what,
+                                             std::strerror(errno)));
+    };
+    UniqueFd fd(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (!fd)
+        return fail("socket: ");
+    if (address.family() != AF_UNIX) {
+        if (enable(fd.get(), SOL_SOCKET, SO_REUSEADDR) != 0)
+            return fail("SO_REUSEADDR: ");
+        if (reuse_port && enable(fd.get(), SOL_SOCKET, SO_REUSEPORT) != 0)
+            return fail("SO_REUSEPORT: ");
+        if (address.family() == AF_INET6)
+            enable(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY); // [::] means IPv6 only; say 0.0.0.0 too
+    }
+    int rc = ::bind(fd.get(), address.get(), address.length);
+    if (rc != 0 && errno == EADDRINUSE && is_path_unix(address) && is_stale_unix_socket(address)) {
+        // A socket file nobody listens on: left by a process that died. Replace it.
+        ::unlink(reinterpret_cast<const sockaddr_un*>(&address.storage)->sun_path);
+        rc = ::bind(fd.get(), address.get(), address.length);
+    }
+    if (rc != 0)
+        return fail("");
+    if (::listen(fd.get(), backlog) != 0)
+        return fail("listen: ");
+    return fd;
+}
+
+UniqueFd open_stream_socket(const SocketAddress& address) {
+    return UniqueFd(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+}
+
+void set_no_delay(int fd) { enable(fd, IPPROTO_TCP, TCP_NODELAY); }
+
+void set_reset_on_close(int fd) {
+    linger lin{1, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &lin, sizeof(lin));
+}
+
+SocketAddress local_address(int fd) {
+    SocketAddress out;
+    out.length = sizeof(out.storage);
+    if (::getsockname(fd, out.get(), &out.length) != 0)
+        out.length = 0;
+    return out;
+}
+
+std::string peer_name(int fd) {
+    SocketAddress peer;
+    peer.length = sizeof(peer.storage);
+    if (::getpeername(fd, peer.get(), &peer.length) != 0)
+        return "?";
+    if (peer.family() == AF_UNIX)
+        return "unix peer";
+    return to_endpoint(peer).to_string();
+}
+
+} // namespace uringfwd::engine

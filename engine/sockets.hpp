@@ -1,0 +1,36 @@
+// Socket set-up done with plain syscalls: once per listener or per connection, never
+// per byte.
+#pragma once
+
+#include "socket_address.hpp"
+#include "uring/unique_fd.hpp"
+
+#include <string>
+
+namespace uringfwd::engine {
+
+using uring::UniqueFd;
+
+// A non-blocking listening socket. TCP listeners get SO_REUSEADDR and, when
+// reuse_port, SO_REUSEPORT so every shard can own one. A Unix path left behind by a
+// dead process is replaced; one that someone still listens on is "in use".
+// Throws std::runtime_error("cannot listen on X: reason").
+UniqueFd open_listener(const SocketAddress& address, bool reuse_port, int backlog);
+
+// A non-blocking, close-on-exec stream socket of the address's family, or an invalid
+// fd with errno set.
+UniqueFd open_stream_socket(const SocketAddress& address);
+
+// Small writes go out at once: splice already hands the kernel large chunks, and a
+// forwarder must not add Nagle delay to request/response traffic. No-op on Unix sockets.
+void set_no_delay(int fd);
+
+// Makes close() send RST instead of FIN (SO_LINGER {1, 0}), so the peer learns the
+// stream was cut rather than ended.
+void set_reset_on_close(int fd);
+
+// Where a socket is bound (for port 0) and who is on the other end (for log lines).
+SocketAddress local_address(int fd);
+std::string peer_name(int fd);
+
+} // namespace uringfwd::engine
