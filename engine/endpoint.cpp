@@ -13,8 +13,9 @@ namespace uringfwd {
 namespace {
 
 constexpr std::string_view kUnixPrefix = "unix:";
-// sun_path holds 108 bytes; a filesystem path needs one of them for its terminating NUL,
-// and an abstract name spends one on its leading NUL, so both get 107 usable bytes.
+// sun_path holds 108 bytes and a filesystem path needs one for its terminating NUL. The
+// same limit applies to "@name" (the '@' becomes the leading NUL), which leaves room for a
+// terminator there too, so the address layer can treat both forms alike.
 constexpr std::size_t kMaxUnixPath = sizeof(sockaddr_un::sun_path) - 1;
 // Longer inputs are cut in messages so one bad argument cannot flood the log.
 constexpr std::size_t kMaxQuoted = 120;

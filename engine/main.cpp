@@ -2,12 +2,17 @@
 // embedding application can do everything this file does.
 #include "uringfwd/engine.hpp"
 
+#include "cpu_list.hpp"
+#include "numa_topology.hpp"
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <signal.h>
+#include <time.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -40,6 +45,41 @@ rlim_t raise_fd_limit() {
     return lim.rlim_cur;
 }
 
+std::vector<int> parse_cpus(const std::string& flag, const std::string& text) {
+    try {
+        return uringfwd::parse_cpu_list(text);
+    } catch (const std::invalid_argument& e) {
+        fail(fmt::format("{}: {}", flag, e.what()));
+    }
+}
+
+// --numa-node: the CPUs of those nodes, further limited by --cpus when both are given.
+std::vector<int> cpus_of_nodes(const std::string& nodes_text, const std::vector<int>& cpus) {
+    std::vector<int> nodes = parse_cpus("--numa-node", nodes_text);
+    std::vector<int> from_nodes;
+    try {
+        from_nodes = uringfwd::read_numa_topology().cpus_of_nodes(nodes);
+    } catch (const std::exception& e) {
+        fail(fmt::format("--numa-node: {}", e.what()));
+    }
+    if (cpus.empty())
+        return from_nodes;
+    std::vector<int> both;
+    for (int cpu : cpus)
+        if (std::find(from_nodes.begin(), from_nodes.end(), cpu) != from_nodes.end())
+            both.push_back(cpu);
+    if (both.empty())
+        fail("--cpus and --numa-node have no CPU in common");
+    return both;
+}
+
+void print_stats(const uringfwd::Engine& engine) {
+    for (const uringfwd::ShardStats& s : engine.shard_stats())
+        std::fprintf(stderr, "uring-fwd: shard %d cpu %d node %d: %s\n", s.shard, s.cpu, s.node,
+                     s.counters.to_line().c_str());
+    std::fprintf(stderr, "uring-fwd: total: %s\n", engine.stats().to_line().c_str());
+}
+
 uringfwd::Endpoint parse_endpoint(const std::string& flag, const std::string& text) {
     try {
         return uringfwd::Endpoint::parse(text);
@@ -59,6 +99,11 @@ int main(int argc, char** argv) {
     std::string log_level_text = "info";
     uringfwd::EngineConfig config;
     long connect_timeout_ms = 5000;
+    long drain_timeout_ms = 30000;
+    std::string cpus_text;
+    std::string nodes_text;
+    bool no_steering = false;
+    std::string iowq_text = "cpu";
 
     app.add_option("-l,--listen", listen_text,
                    "address to accept clients on: 127.0.0.1:9000, [::1]:9000, unix:/path")
@@ -80,12 +125,38 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(std::size_t{4096}, std::size_t{1} << 30));
     app.add_option("--log-level", log_level_text, "error, warn, info or debug")
         ->capture_default_str();
+    app.add_option("--shards", config.shards,
+                   "number of shards, one thread pinned per CPU (default: one per CPU allowed)");
+    app.add_option("--cpus", cpus_text, "CPUs to run shards on, e.g. 0-7,16-23");
+    app.add_option("--numa-node", nodes_text, "run shards only on these NUMA nodes' CPUs, e.g. 0");
+    app.add_flag("--no-steering", no_steering,
+                 "spread connections by the kernel's hash, not by the CPU that received them");
+    app.add_option("--iowq-cpus", iowq_text,
+                   "where a shard's io-wq workers run: cpu (its own) or node (its NUMA node)")
+        ->check(CLI::IsMember({"cpu", "node"}))
+        ->capture_default_str();
+    app.add_option("--drain-timeout", drain_timeout_ms,
+                   "on SIGTERM/SIGINT, let open connections finish this long (ms, or 30s); a "
+                   "second signal resets them at once")
+        ->transform(CLI::AsNumberWithUnit(std::map<std::string, long>{{"ms", 1}, {"s", 1000}},
+                                          CLI::AsNumberWithUnit::CASE_SENSITIVE))
+        ->check(CLI::Range(0L, 24L * 3600 * 1000))
+        ->default_str("30s");
 
     CLI11_PARSE(app, argc, argv);
 
     config.listen = parse_endpoint("--listen", listen_text);
     config.upstream = parse_endpoint("--upstream", upstream_text);
     config.connect_timeout = std::chrono::milliseconds(connect_timeout_ms);
+    config.drain_timeout = std::chrono::milliseconds(drain_timeout_ms);
+    if (!cpus_text.empty())
+        config.cpus = parse_cpus("--cpus", cpus_text);
+    if (!nodes_text.empty())
+        config.cpus = cpus_of_nodes(nodes_text, config.cpus);
+    config.steer_by_cpu = !no_steering;
+    config.worker_placement = iowq_text == "node"
+                                  ? uringfwd::EngineConfig::WorkerPlacement::ShardNode
+                                  : uringfwd::EngineConfig::WorkerPlacement::ShardCpu;
     auto level = uringfwd::parse_log_level(log_level_text);
     if (!level)
         fail(fmt::format("--log-level: \"{}\" is not one of error, warn, info, debug",
@@ -100,6 +171,7 @@ int main(int argc, char** argv) {
     sigemptyset(&signals);
     sigaddset(&signals, SIGINT);
     sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGUSR1);
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
     rlim_t fd_limit = raise_fd_limit();
@@ -117,13 +189,27 @@ int main(int argc, char** argv) {
                  URING_FWD_VERSION, engine->describe().c_str(),
                  static_cast<unsigned long long>(fd_limit), room > 0 ? room : 0);
 
-    int sig = 0;
-    while (sigwait(&signals, &sig) == 0) {
-        if (sig == SIGINT || sig == SIGTERM)
+    // The first SIGTERM/SIGINT stops accepting and lets connections drain; a second one
+    // resets what is left. Waiting with a timeout lets us notice when the drain is over.
+    bool stopping = false;
+    for (;;) {
+        timespec tick{0, 100 * 1000 * 1000};
+        int sig = sigtimedwait(&signals, nullptr, &tick);
+        if (sig == SIGUSR1) {
+            print_stats(*engine);
+        } else if ((sig == SIGINT || sig == SIGTERM) && !stopping) {
+            stopping = true;
+            std::fprintf(stderr,
+                         "uring-fwd: %s: no new connections; open ones may finish within %ld ms\n",
+                         sig == SIGINT ? "SIGINT" : "SIGTERM", drain_timeout_ms);
+            engine->stop();
+        } else if (sig == SIGINT || sig == SIGTERM) {
+            std::fprintf(stderr, "uring-fwd: second signal: resetting open connections\n");
+            engine->stop(std::chrono::milliseconds{0});
+        }
+        if (stopping && engine->stopped())
             break;
     }
-    std::fprintf(stderr, "uring-fwd: %s received, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
-    engine->stop();
     engine->wait();
     return 0;
 }

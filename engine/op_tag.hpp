@@ -13,6 +13,7 @@ enum class Op : uint8_t {
     AcceptPause, // timer: accepting paused for lack of file descriptors
     Wake,        // the stop eventfd became readable
     PipeRetry,   // timer: try again to get pipes for waiting directions
+    DrainDeadline, // timer: stop waiting for connections to finish
     ShardCancel,
     // Connection operations.
     Connect,

@@ -1,11 +1,13 @@
 #include "shard.hpp"
 
+#include "cpu_affinity.hpp"
 #include "sockets.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -78,7 +80,8 @@ Shard::Shard(ShardSetup setup, Logger logger)
 
 Shard::~Shard() = default;
 
-void Shard::request_stop() {
+void Shard::request_stop(std::chrono::milliseconds drain) {
+    drain_ms_.store(drain.count(), std::memory_order_release);
     uint64_t one = 1;
     // Cannot fail in a way worth handling: the counter only saturates after 2^64 - 1.
     [[maybe_unused]] ssize_t n = ::write(wake_fd_.get(), &one, sizeof(one));
@@ -88,27 +91,73 @@ void Shard::run(std::promise<void>& ready) {
     try {
         setup();
     } catch (...) {
+        finished_.store(true, std::memory_order_release);
         ready.set_exception(std::current_exception());
         return;
     }
     ready.set_value();
     serve();
+    finished_.store(true, std::memory_order_release);
 }
 
 void Shard::setup() {
-    // Everything is allocated here, on the shard's own thread: the ring must be
-    // created by its only submitter (SINGLE_ISSUER, DEFER_TASKRUN), and memory is
-    // first touched by the CPU that will use it.
+    counters_.thread_id.store(static_cast<int>(::syscall(SYS_gettid)), std::memory_order_relaxed);
+    if (setup_.cpu >= 0) {
+        if (int err = pin_current_thread(setup_.cpu); err != 0)
+            throw std::runtime_error(
+                fmt::format("cannot pin shard {} to CPU {}: {}", setup_.index, setup_.cpu,
+                            std::strerror(err)));
+    }
+    // Everything below is allocated on the shard's own thread, after pinning: the ring
+    // must be created by its only submitter (SINGLE_ISSUER, DEFER_TASKRUN), and pages
+    // are first touched by the CPU (so the NUMA node) that will use them.
     ring_ = std::make_unique<uring::Ring>(config_.ring_entries);
+    if (!setup_.worker_cpus.empty()) {
+        // io-wq workers run the splices; one on another CPU than the shard costs about
+        // 3x per splice (kernel-notes.md §1.7, p11). Refusal is not fatal (a cpuset
+        // may exclude the mask since 6.12): workers then run where the kernel likes.
+        if (int rc = ring_->set_worker_affinity(setup_.worker_cpus); rc < 0)
+            log_.warn("io-wq affinity refused ({}); workers may run on any CPU",
+                      std::strerror(-rc));
+    }
+    // Cap the unbounded io-wq pool (where socket and pipe splices go). Every splice we
+    // submit is non-blocking, and at most one runs per leased pipe (a hard-linked pair
+    // runs back to back on one worker), so max_pipes workers can never starve a ready
+    // splice (kernel-notes.md §1.4); the cap only guards against a kernel that blocks
+    // anyway, which would otherwise grow one thread per idle connection (§1.3).
+    ring_->set_worker_limits(0, static_cast<unsigned>(config_.max_pipes) + 4);
+
     pool_ = std::make_unique<pipes::PipePool>(config_.max_pipes, config_.pipe_size);
-    listener_ = open_listener(setup_.listen, /*reuse_port=*/true, kListenBacklog);
+    if (setup_.shared_listener >= 0) {
+        listener_.reset(::fcntl(setup_.shared_listener, F_DUPFD_CLOEXEC, 0));
+        if (!listener_)
+            throw std::runtime_error(fmt::format("dup listener: {}", std::strerror(errno)));
+    } else {
+        listener_ = open_listener(setup_.listen, /*reuse_port=*/true, kListenBacklog);
+    }
     bound_ = local_address(listener_.get());
+    std::string steering = "kernel hash";
+    if (setup_.set_incoming_cpu && setup_.cpu >= 0) {
+        if (int err = set_incoming_cpu(listener_.get(), setup_.cpu); err != 0)
+            log_.warn("SO_INCOMING_CPU: {}", std::strerror(err));
+        else
+            steering = "incoming cpu";
+    }
+    if (setup_.steering_base) {
+        if (int err = attach_cpu_steering(listener_.get(), *setup_.steering_base); err != 0)
+            log_.warn("cannot attach the reuseport CPU steering program ({}); connections "
+                      "are spread by the kernel's hash",
+                      std::strerror(err));
+        else
+            steering = "incoming cpu + bpf";
+    }
     // Probe the pipe size now, so the start-up line tells the truth and any budget
     // refusal shows up at once rather than on the first connection.
     if (auto pipe = pool_->lease())
         pool_->give_back(std::move(*pipe));
-    description_ = fmt::format("pipes {} bytes (at most {}), {}", pool_->pipe_size(),
-                               pool_->max_pipes(), ring_->features().describe());
+    description_ = fmt::format("cpu {}, pipes {} bytes (at most {}), steering {}, {}",
+                               setup_.cpu, pool_->pipe_size(), pool_->max_pipes(), steering,
+                               ring_->features().describe());
     log_pool_notices();
 }
 
@@ -117,10 +166,11 @@ void Shard::serve() {
     ring_->poll(wake_fd_.get(), POLLIN, shard_tag(Op::Wake));
     ++shard_ops_in_flight_;
 
-    while (!finished()) {
+    while (!done_serving()) {
         for (const uring::Completion& c : ring_->submit_and_wait(1))
             dispatch(c);
         resume_pipe_waiters();
+        finish_when_idle();
         log_pool_notices();
         publish_counters();
     }
@@ -128,7 +178,7 @@ void Shard::serve() {
     log_.debug("stopped");
 }
 
-bool Shard::finished() const {
+bool Shard::done_serving() const {
     return stopping_ && table_.active() == 0 && shard_ops_in_flight_ == 0;
 }
 
@@ -163,7 +213,13 @@ void Shard::dispatch(const uring::Completion& c) {
         break;
     case Op::Wake:
         --shard_ops_in_flight_;
-        on_wake();
+        on_wake(c.result);
+        break;
+    case Op::DrainDeadline:
+        --shard_ops_in_flight_;
+        drain_timer_armed_ = false;
+        if (c.result == -ETIME)
+            abort_all("drain timeout");
         break;
     case Op::PipeRetry:
         --shard_ops_in_flight_;
@@ -189,6 +245,8 @@ void Shard::on_accept(const uring::Completion& c) {
     if (!c.more()) {
         --shard_ops_in_flight_;
         accept_armed_ = false;
+        if (stopping_)
+            listener_.reset(); // refuse new clients now, not when the shard ends
     }
     if (c.result >= 0) {
         accept_backoff_ = std::chrono::milliseconds{0};
@@ -233,21 +291,38 @@ void Shard::submit_shard_op_timeout(Op op, std::chrono::milliseconds after) {
     ++shard_ops_in_flight_;
 }
 
-void Shard::on_wake() {
+void Shard::on_wake(int result) {
+    if (result < 0)
+        return; // cancelled: the shard is finishing
     uint64_t value = 0;
     [[maybe_unused]] ssize_t n = ::read(wake_fd_.get(), &value, sizeof(value));
     begin_stop();
+    auto drain = std::chrono::milliseconds(drain_ms_.load(std::memory_order_acquire));
+    if (drain.count() <= 0) {
+        abort_all("engine stopping");
+    } else if (table_.active() > 0 && !drain_timer_armed_) {
+        // A later request with a drain keeps the first deadline; one with none resets
+        // everything at once (above).
+        drain_timer_armed_ = true;
+        submit_shard_op_timeout(Op::DrainDeadline, drain);
+        log_.info("stopping: waiting up to {} ms for {} connections to finish", drain.count(),
+                  table_.active());
+    }
+    // Listen for a further request (a second SIGTERM shortening the drain).
+    ring_->poll(wake_fd_.get(), POLLIN, shard_tag(Op::Wake));
+    ++shard_ops_in_flight_;
 }
 
 void Shard::begin_stop() {
     if (stopping_)
         return;
     stopping_ = true;
-    log_.debug("stopping: {} connections open", table_.active());
     // Stop accepting at once; the listener is closed when the accept completes.
     if (accept_armed_) {
         ring_->cancel_fd(listener_.get(), shard_tag(Op::ShardCancel));
         ++shard_ops_in_flight_;
+    } else {
+        listener_.reset();
     }
     if (accept_paused_) {
         ring_->cancel(shard_tag(Op::AcceptPause), shard_tag(Op::ShardCancel));
@@ -257,9 +332,25 @@ void Shard::begin_stop() {
         ring_->cancel(shard_tag(Op::PipeRetry), shard_tag(Op::ShardCancel));
         ++shard_ops_in_flight_;
     }
-    table_.for_each_active([this](uint32_t slot, Connection& conn) {
-        abort(slot, conn, "engine stopping");
-    });
+}
+
+void Shard::abort_all(const char* reason) {
+    table_.for_each_active(
+        [this, reason](uint32_t slot, Connection& conn) { abort(slot, conn, reason); });
+}
+
+void Shard::finish_when_idle() {
+    if (!stopping_ || final_cancels_sent_ || table_.active() > 0)
+        return;
+    // Every connection is gone: withdraw the wake-up poll and any drain deadline, and
+    // the loop ends once their completions are in.
+    final_cancels_sent_ = true;
+    ring_->cancel(shard_tag(Op::Wake), shard_tag(Op::ShardCancel));
+    ++shard_ops_in_flight_;
+    if (drain_timer_armed_) {
+        ring_->cancel(shard_tag(Op::DrainDeadline), shard_tag(Op::ShardCancel));
+        ++shard_ops_in_flight_;
+    }
 }
 
 // ---------------------------------------------------------------- connections

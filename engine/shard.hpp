@@ -18,6 +18,8 @@
 #include <chrono>
 #include <deque>
 #include <future>
+#include <optional>
+#include <vector>
 #include <memory>
 #include <string>
 
@@ -42,6 +44,7 @@ struct ShardCounters {
     std::atomic<uint64_t> pipe_size_reductions{0};
     std::atomic<uint64_t> pipe_waits{0};
     std::atomic<uint64_t> accept_backoffs{0};
+    std::atomic<int> thread_id{0}; // the shard thread's tid: its io-wq workers are "iou-wrk-<tid>"
 
     void add_to(EngineStats& total) const;
 };
@@ -51,6 +54,14 @@ struct ShardSetup {
     const EngineConfig* config = nullptr;
     SocketAddress listen;
     SocketAddress upstream;
+    int cpu = -1;                 // pin to this CPU (-1: don't pin)
+    std::vector<int> worker_cpus; // io-wq affinity (empty: leave as is)
+    // Shard 0 of a TCP listener group attaches the steering program with this base.
+    std::optional<int> steering_base;
+    bool set_incoming_cpu = false;
+    // Unix sockets have no SO_REUSEPORT: shards after the first accept on a dup of the
+    // first shard's listener instead (the kernel wakes one waiter per connection).
+    int shared_listener = -1;
 };
 
 class Shard {
@@ -62,18 +73,24 @@ public:
     // the failure through `ready`, then serves until stopped.
     void run(std::promise<void>& ready);
 
-    // Thread-safe: wakes the shard and makes it stop.
-    void request_stop();
+    // Thread-safe: wakes the shard and makes it stop accepting; connections left after
+    // `drain` are reset. A later call keeps the first deadline, unless its drain is 0:
+    // then everything is reset at once.
+    void request_stop(std::chrono::milliseconds drain);
 
     const ShardCounters& counters() const { return counters_; }
+    // True once run() has returned (or never got past setup).
+    bool finished() const { return finished_.load(std::memory_order_acquire); }
     // Valid once run() reported ready.
     SocketAddress bound_address() const { return bound_; }
+    int listener_fd() const { return listener_.get(); }
+    int cpu() const { return setup_.cpu; }
     std::string describe() const { return description_; }
 
 private:
     void setup();
     void serve();
-    bool finished() const;
+    bool done_serving() const;
     void dispatch(const uring::Completion& c);
     void publish_counters();
     void log_pool_notices();
@@ -82,8 +99,10 @@ private:
     void arm_accept();
     void on_accept(const uring::Completion& c);
     void on_accept_pause_over();
-    void on_wake();
+    void on_wake(int result);
     void begin_stop();
+    void abort_all(const char* reason);
+    void finish_when_idle();
     void submit_shard_op_timeout(Op op, std::chrono::milliseconds after);
 
     // Connection life cycle
@@ -135,6 +154,11 @@ private:
     bool pipe_retry_armed_ = false;
     std::chrono::milliseconds accept_backoff_{0};
     bool stopping_ = false;
+    bool drain_timer_armed_ = false;
+    bool final_cancels_sent_ = false;
+    // Written by request_stop() on any thread before it writes the eventfd.
+    std::atomic<int64_t> drain_ms_{0};
+    std::atomic<bool> finished_{false};
 
     ShardCounters counters_;
 };

@@ -1,5 +1,6 @@
 #include "sockets.hpp"
 
+#include <linux/filter.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/un.h>
@@ -7,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -71,6 +73,25 @@ void set_no_delay(int fd) { enable(fd, IPPROTO_TCP, TCP_NODELAY); }
 void set_reset_on_close(int fd) {
     linger lin{1, 0};
     ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &lin, sizeof(lin));
+}
+
+int set_incoming_cpu(int fd, int cpu) {
+    return ::setsockopt(fd, SOL_SOCKET, SO_INCOMING_CPU, &cpu, sizeof(cpu)) == 0 ? 0 : errno;
+}
+
+int attach_cpu_steering(int fd, int base_cpu) {
+    sock_filter code[] = {
+        // A = the CPU that is processing the SYN
+        {BPF_LD | BPF_W | BPF_ABS, 0, 0, static_cast<uint32_t>(SKF_AD_OFF + SKF_AD_CPU)},
+        // A -= base (wraps to a huge index for CPUs below base: falls back to the hash)
+        {BPF_ALU | BPF_SUB | BPF_K, 0, 0, static_cast<uint32_t>(base_cpu)},
+        // return A as the index of the listener in the reuseport group
+        {BPF_RET | BPF_A, 0, 0, 0},
+    };
+    sock_fprog program{static_cast<unsigned short>(std::size(code)), code};
+    return ::setsockopt(fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &program, sizeof(program)) == 0
+               ? 0
+               : errno;
 }
 
 SocketAddress local_address(int fd) {

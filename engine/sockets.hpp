@@ -29,6 +29,15 @@ void set_no_delay(int fd);
 // stream was cut rather than ended.
 void set_reset_on_close(int fd);
 
+// Connection steering for a shard's listener (kernel-notes.md §9). SO_INCOMING_CPU
+// alone makes the kernel's reuseport hash prefer the listener of the receiving CPU;
+// the classic BPF program, attached to any socket of the group, picks listener number
+// (receiving CPU - base), which equals the shard index when shards sit on consecutive
+// CPUs and listened in shard order. An index past the group falls back to the hash.
+// Both return 0 or an errno.
+int set_incoming_cpu(int fd, int cpu);
+int attach_cpu_steering(int fd, int base_cpu);
+
 // Where a socket is bound (for port 0) and who is on the other end (for log lines).
 SocketAddress local_address(int fd);
 std::string peer_name(int fd);

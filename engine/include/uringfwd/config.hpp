@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <vector>
 
 namespace uringfwd {
 
@@ -24,6 +25,25 @@ struct EngineConfig {
     // Pipe capacity to ask for; 0 = /proc/sys/fs/pipe-max-size. The pool asks for less
     // when the kernel refuses (per-user pipe budget).
     std::size_t pipe_size = 0;
+
+    // Shards: one thread per CPU, pinned, each with its own ring, listener
+    // (SO_REUSEPORT), pipes and connections. `cpus` lists the CPUs to use (empty = every
+    // CPU this process may run on, so taskset and cpusets are honoured); `shards` takes
+    // the first N of them (0 = all).
+    std::vector<int> cpus;
+    std::size_t shards = 0;
+
+    // Serve each connection on the shard of the CPU whose network stack received its
+    // SYN (SO_INCOMING_CPU and a reuseport BPF program). Off = the kernel's hash.
+    bool steer_by_cpu = true;
+
+    // Where each shard's io-wq kernel workers may run: on the shard's own CPU (a splice
+    // finishing on another CPU costs ~3x, kernel-notes.md §9) or anywhere on its node.
+    enum class WorkerPlacement { ShardCpu, ShardNode };
+    WorkerPlacement worker_placement = WorkerPlacement::ShardCpu;
+
+    // On stop(), connections still open after this long are reset.
+    std::chrono::milliseconds drain_timeout{30000};
 
     // io_uring submission queue entries per shard.
     unsigned ring_entries = 4096;

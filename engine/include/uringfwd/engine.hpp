@@ -4,9 +4,12 @@
 #include "uringfwd/config.hpp"
 #include "uringfwd/stats.hpp"
 
+#include <chrono>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace uringfwd {
 
@@ -34,14 +37,20 @@ public:
     // One line describing pipe size, ring features and the like, for a startup log.
     std::string describe() const;
 
-    // Asks every shard to stop: listeners close at once, open connections are reset.
-    // Thread-safe; returns immediately. Not async-signal-safe: call from a normal thread.
-    void stop();
+    // Asks every shard to stop: listeners close at once (new clients are refused),
+    // open connections may finish for `drain` (default: config.drain_timeout) and are
+    // reset after that. stop(0ms) resets them at once; a later call may shorten the
+    // drain. Thread-safe; returns immediately. Not async-signal-safe.
+    void stop(std::optional<std::chrono::milliseconds> drain = std::nullopt);
 
     // Blocks until every shard has stopped.
     void wait();
+    // True once every shard has stopped (wait() then returns at once).
+    bool stopped() const;
 
+    // Counters summed over shards, and per shard. Cheap enough to poll every second.
     EngineStats stats() const;
+    std::vector<ShardStats> shard_stats() const;
 
     class Impl;
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace uringfwd {
 
@@ -22,10 +23,23 @@ struct EngineStats {
     uint64_t pipe_size_reductions = 0;
     uint64_t pipe_waits = 0;         // times a direction had to wait for a pipe
     uint64_t accept_backoffs = 0;    // accept paused for lack of file descriptors
+    uint64_t iowq_threads = 0;       // io-wq kernel workers serving the shard(s) now
+
+    EngineStats& operator+=(const EngineStats& other);
+
+    // "accepted=… active=… …": one line for logs and SIGUSR1 reports.
+    std::string to_line() const;
 
     double completions_per_enter() const {
         return enters == 0 ? 0.0 : static_cast<double>(completions) / static_cast<double>(enters);
     }
+};
+
+struct ShardStats {
+    int shard = 0;
+    int cpu = -1;  // the CPU the shard is pinned to
+    int node = -1; // its NUMA node, -1 if unknown
+    EngineStats counters;
 };
 
 } // namespace uringfwd
