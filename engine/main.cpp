@@ -143,6 +143,10 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(0L, 24L * 3600 * 1000))
         ->default_str("30s");
 
+    // One line per error, like every other message of ours.
+    app.failure_message([](const CLI::App*, const CLI::Error& e) {
+        return fmt::format("uring-fwd: error: {} (see --help)\n", e.what());
+    });
     CLI11_PARSE(app, argc, argv);
 
     config.listen = parse_endpoint("--listen", listen_text);
