@@ -1,10 +1,46 @@
 #!/usr/bin/env bash
 # Sets up and runs the whole test suite; the last line is "N passed, M failed".
+#   1. release build: unit, integration and hardening suites
+#   2. the same suites under AddressSanitizer + UndefinedBehaviorSanitizer
+#   3. the same suites under ThreadSanitizer (shards run on threads)
+#   4. a short libFuzzer run of every parser of outside input
+# URING_FWD_QUICK=1 runs only step 1 (for a fast local loop).
 set -uo pipefail
 cd "$(dirname "$0")"
-scripts/install-deps.sh || { echo "0 passed, 1 failed"; exit 1; }
-scripts/build.sh || { echo "build failed"; echo "0 passed, 1 failed"; exit 1; }
+results=()   # one "junit-file status" or "name:ok|fail" entry per step
 
-meson test -C build --print-errorlogs --num-processes 1
-status=$?
-python3 tests/summary.py build/meson-logs/testlog.junit.xml "$status"
+scripts/install-deps.sh || { echo "dependency installation failed"; echo "0 passed, 1 failed"; exit 1; }
+
+run_suites() { # build-dir [meson setup args...]
+  local dir=$1; shift
+  echo "=== $dir: build"
+  if [[ ! -f $dir/build.ninja ]] && ! meson setup "$dir" "$@" >"$dir.setup.log" 2>&1; then
+    cat "$dir.setup.log"; results+=("$dir-build:fail"); return
+  fi
+  if ! ninja -C "$dir" >"$dir.build.log" 2>&1; then
+    tail -50 "$dir.build.log"; results+=("$dir-build:fail"); return
+  fi
+  echo "=== $dir: test"
+  meson test -C "$dir" --print-errorlogs --num-processes 1
+  results+=("$dir/meson-logs/testlog.junit.xml:$?")
+}
+
+run_suites build
+if [[ "${URING_FWD_QUICK:-0}" != 1 ]]; then
+  # Debian's gtest is not built with sanitizers; -Db_lundef=false lets the sanitizer
+  # runtime resolve at load time as it expects.
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    run_suites build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+    run_suites build-tsan -Db_sanitize=thread -Db_lundef=false -Dbuildtype=debug
+  echo "=== fuzz"
+  while read -r line; do
+    echo "$line"
+    case "$line" in
+      *": ok"*) results+=("fuzz-${line%%:*}:ok") ;;
+      *:*) results+=("fuzz-${line%%:*}:fail") ;;
+    esac
+  done < <(tests/fuzz/run.sh "${URING_FWD_FUZZ_SECONDS:-30}" 2>&1)
+fi
+
+python3 tests/summary.py "${results[@]}"

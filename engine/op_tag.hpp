@@ -23,6 +23,7 @@ enum class Op : uint8_t {
     SpliceIn,  // socket -> pipe
     SpliceOut, // pipe -> socket, hard-linked after SpliceIn
     Drain,     // pipe -> socket for bytes left over
+    ErrorWatch, // poll for POLLERR/POLLHUP on the source of a finished direction
     Cancel,
 };
 

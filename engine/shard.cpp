@@ -424,6 +424,9 @@ void Shard::on_connection_op(const OpTag& t, const uring::Completion& c) {
     case Op::Drain:
         on_drained(t.slot, conn, d, c.result);
         break;
+    case Op::ErrorWatch:
+        on_error_watch(t.slot, conn, d, c.result);
+        break;
     default:
         log_.error("completion with unknown connection operation {}", static_cast<int>(t.op));
     }
@@ -452,8 +455,12 @@ void Shard::abort(uint32_t slot, Connection& conn, const std::string& reason) {
     if (conn.phase == Phase::Closing)
         return;
     log_.debug("connection {}: closing with reset: {}", slot, reason);
+    close_connection(slot, conn, /*reset=*/true);
+}
+
+void Shard::close_connection(uint32_t slot, Connection& conn, bool reset) {
     conn.phase = Phase::Closing;
-    conn.reset_on_close = true;
+    conn.reset_on_close = reset;
     if (conn.ops_in_flight > 0) {
         // Cancels polls, queued splices into these sockets and a pending connect.
         // Splices already running finish on their own: every one is non-blocking.
@@ -465,6 +472,18 @@ void Shard::abort(uint32_t slot, Connection& conn, const std::string& reason) {
         }
     }
     settle(slot, conn);
+}
+
+void Shard::on_error_watch(uint32_t slot, Connection& conn, int d, int result) {
+    if (conn.phase == Phase::Closing || result < 0)
+        return;
+    // The watched socket sent its FIN earlier. POLLERR means it was reset since;
+    // POLLHUP while the other direction still runs means that peer is gone entirely.
+    // Either way nothing more can be delivered to it: reset the other side too.
+    if (result & (POLLERR | POLLHUP))
+        abort(slot, conn,
+              fmt::format("{} went away after its FIN",
+                          d == Connection::kToUpstream ? "client" : "upstream"));
 }
 
 void Shard::settle(uint32_t slot, Connection& conn) {
@@ -612,8 +631,13 @@ void Shard::follow(uint32_t slot, Connection& conn, int d, Next next, int failed
         ::shutdown(dir.dst, SHUT_WR);
         dir.state = DirState::Done;
         if (conn.both_done()) {
-            conn.phase = Phase::Closing; // clean end: FIN both ways, no reset
-            settle(slot, conn);
+            close_connection(slot, conn, /*reset=*/false); // clean end: FIN both ways
+        } else {
+            // Nothing reads this source any more, so nothing would notice a reset from
+            // its peer while the other direction idles. Watch for errors only: POLLERR
+            // and POLLHUP are always reported, whatever the mask.
+            ring_->poll(dir.src, 0, tag(Op::ErrorWatch, slot, conn, d));
+            ++conn.ops_in_flight;
         }
         break;
     case Next::SourceFailed:

@@ -110,6 +110,8 @@ private:
     void on_connection_op(const OpTag& tag, const uring::Completion& c);
     void on_connected(uint32_t slot, Connection& conn, int result);
     void abort(uint32_t slot, Connection& conn, const std::string& reason);
+    void close_connection(uint32_t slot, Connection& conn, bool reset);
+    void on_error_watch(uint32_t slot, Connection& conn, int d, int result);
     void settle(uint32_t slot, Connection& conn);
     void finalize(uint32_t slot, Connection& conn);
 

@@ -1,20 +1,22 @@
 #!/usr/bin/env python3
-"""Counts test cases in meson's JUnit log (GoogleTest cases one by one) and prints
-the line CI reads: "N passed, M failed" (", K skipped" when any were skipped).
+"""Prints the line CI reads, "N passed, M failed" (", K skipped" when any were), from
+the steps of test.sh.
 
-usage: summary.py testlog.junit.xml MESON_EXIT_STATUS
-A non-zero meson status with no failed case (a crash, a timeout) counts as one failure.
+usage: summary.py STEP...
+  STEP = path/to/testlog.junit.xml:STATUS  meson's JUnit log (GoogleTest cases are
+                                           counted one by one) and meson's exit status;
+                                           a non-zero status with no failed case (a
+                                           crash, a timeout) counts as one failure
+       | NAME:ok | NAME:fail                a step that is one test on its own
 """
 import sys
 import xml.etree.ElementTree as ET
 
 
-def main() -> int:
-    path, status = sys.argv[1], int(sys.argv[2])
+def count_junit(path: str, status: int) -> tuple[int, int, int]:
     passed = failed = skipped = 0
     try:
-        root = ET.parse(path).getroot()
-        for case in root.iter("testcase"):
+        for case in ET.parse(path).getroot().iter("testcase"):
             if case.find("failure") is not None or case.find("error") is not None:
                 failed += 1
             elif case.find("skipped") is not None:
@@ -24,6 +26,25 @@ def main() -> int:
     except (OSError, ET.ParseError) as e:
         print(f"cannot read {path}: {e}", file=sys.stderr)
     if status != 0 and failed == 0:
+        print(f"{path}: meson exited {status} without a failed case: counted as 1 failure",
+              file=sys.stderr)
+        failed = 1
+    return passed, failed, skipped
+
+
+def main() -> int:
+    passed = failed = skipped = 0
+    for step in sys.argv[1:]:
+        name, _, outcome = step.rpartition(":")
+        if name.endswith(".xml"):
+            p, f, s = count_junit(name, int(outcome))
+        elif outcome == "ok":
+            p, f, s = 1, 0, 0
+        else:
+            print(f"{name}: failed", file=sys.stderr)
+            p, f, s = 0, 1, 0
+        passed, failed, skipped = passed + p, failed + f, skipped + s
+    if not sys.argv[1:]:
         failed = 1
     line = f"{passed} passed, {failed} failed"
     if skipped:
