@@ -30,6 +30,11 @@ namespace {
 bool failed(int result) { return result < 0 && result != -EAGAIN; }
 } // namespace
 
+std::size_t bulk_threshold(std::size_t capacity) {
+    constexpr std::size_t kBulk = 64 * 1024;
+    return capacity / 2 < kBulk ? capacity / 2 : kBulk;
+}
+
 Next after_pair(const PairOutcome& o) {
     // A destination error matters even if the source also ended: the bytes read can no
     // longer be delivered, so the stream is broken.
@@ -43,12 +48,12 @@ Next after_pair(const PairOutcome& o) {
         return Next::SourceEnded;
     if (o.in < 0)
         return Next::WaitReadable; // -EAGAIN: spurious wake-up or someone else drained it
-    // Everything read was delivered. A read that filled at least half the pipe suggests
-    // a backlog: splice again at once. A smaller one probably emptied the socket, and
-    // another splice would most likely cost an io-wq round trip just to return
-    // -EAGAIN; a one-shot POLLIN checks readiness inline instead (kernel-notes.md §1.7,
-    // §2.3) and completes at once if more has arrived.
-    if (static_cast<std::size_t>(o.in) * 2 >= o.capacity)
+    // Everything read was delivered. A large read suggests a stream in full flow: splice
+    // again at once, since data most likely arrived meanwhile. A small one (a request,
+    // a reply) probably emptied the socket, and another splice would most likely cost
+    // an io-wq round trip just to return -EAGAIN; a one-shot POLLIN checks readiness
+    // inline instead (kernel-notes.md §1.7, §2.3) and completes at once if more came.
+    if (static_cast<std::size_t>(o.in) >= bulk_threshold(o.capacity))
         return Next::SpliceAgain;
     return Next::WaitReadable;
 }

@@ -29,6 +29,10 @@ struct PairOutcome {
 
 Next after_pair(const PairOutcome& outcome);
 
+// A read at least this large counts as bulk: the next splice follows at once instead
+// of a poll. min(64 KiB, half the pipe).
+std::size_t bulk_threshold(std::size_t capacity);
+
 // A pipe->socket splice that drained bytes left over from a pair.
 Next after_drain(int out, std::size_t left_in_pipe);
 

@@ -167,7 +167,12 @@ void Shard::serve() {
     ++shard_ops_in_flight_;
 
     while (!done_serving()) {
-        for (const uring::Completion& c : ring_->submit_and_wait(1))
+        // Splices are non-blocking, so each one in flight completes soon. With two or
+        // more outstanding, waiting for two means a hard-linked pair comes back in one
+        // wake-up instead of two (DEFER_TASKRUN wakes us only when that many
+        // completions are queued); waiting for more would hold finished work back.
+        unsigned wait_for = splices_in_flight_ >= 2 ? 2 : 1;
+        for (const uring::Completion& c : ring_->submit_and_wait(wait_for))
             dispatch(c);
         resume_pipe_waiters();
         finish_when_idle();
@@ -546,6 +551,7 @@ void Shard::start_pair(uint32_t slot, Connection& conn, int d) {
     ring_->splice(dir.pipe->read_fd(), dir.dst, len, kSpliceFlags,
                   tag(Op::SpliceOut, slot, conn, d));
     conn.ops_in_flight += 2;
+    splices_in_flight_ += 2;
 }
 
 void Shard::count_bytes(int d, int moved) {
@@ -558,6 +564,7 @@ void Shard::count_bytes(int d, int moved) {
 void Shard::on_pair_half(uint32_t slot, Connection& conn, int d, Op op, int result) {
     Direction& dir = conn.dirs[d];
     (op == Op::SpliceIn ? dir.pair_in : dir.pair_out) = result;
+    --splices_in_flight_;
     bump(counters_.splices);
     if (result == -EAGAIN)
         bump(counters_.eagains);
@@ -592,10 +599,12 @@ void Shard::on_writable(uint32_t slot, Connection& conn, int d, int result) {
     ring_->splice(dir.pipe->read_fd(), dir.dst, static_cast<unsigned>(dir.pipe->bytes()),
                   kSpliceFlags, tag(Op::Drain, slot, conn, d));
     ++conn.ops_in_flight;
+    ++splices_in_flight_;
 }
 
 void Shard::on_drained(uint32_t slot, Connection& conn, int d, int result) {
     Direction& dir = conn.dirs[d];
+    --splices_in_flight_;
     bump(counters_.splices);
     if (result == -EAGAIN)
         bump(counters_.eagains);

@@ -151,6 +151,7 @@ private:
     std::deque<PipeWaiter> pipe_waiters_;
 
     unsigned shard_ops_in_flight_ = 0;
+    unsigned splices_in_flight_ = 0; // submitted, completion not yet seen
     bool accept_armed_ = false;
     bool accept_paused_ = false;
     bool pipe_retry_armed_ = false;

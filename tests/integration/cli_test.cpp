@@ -1,0 +1,213 @@
+// The binary's command line: mistakes end it at once with one line on stderr and a
+// non-zero status; signals end it cleanly with status 0.
+#include "tests/support/binary_process.hpp"
+#include "tests/support/exchange.hpp"
+#include "tests/support/proc_stats.hpp"
+#include "tests/support/scripted_peer.hpp"
+#include "tests/support/socket_io.hpp"
+#include "tests/support/sockets.hpp"
+#include "tests/support/transfer_checks.hpp"
+
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace uringfwd::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::vector<std::string> non_empty_lines(const std::string& text) {
+    std::vector<std::string> lines;
+    std::size_t begin = 0;
+    while (begin <= text.size()) {
+        std::size_t end = text.find('\n', begin);
+        if (end == std::string::npos) {
+            end = text.size();
+        }
+        std::string line = text.substr(begin, end - begin);
+        if (line.find_first_not_of(" \t\r") != std::string::npos) {
+            lines.push_back(std::move(line));
+        }
+        begin = end + 1;
+    }
+    return lines;
+}
+
+struct Outcome {
+    ExitStatus status;
+    std::string err;
+};
+
+// Runs the binary with `args`, expecting it to exit on its own within 5 s.
+Outcome run_to_exit(std::vector<std::string> args) {
+    BinaryProcess proc{uring_fwd_binary(), std::move(args)};
+    const auto status = proc.wait_exit(Deadline{5s});
+    if (!status) {
+        ADD_FAILURE() << "still running after 5 s; stderr:\n" << proc.stderr_text();
+        return {};
+    }
+    // Let the drain thread collect the last of stderr (the pipe is closed by now).
+    std::this_thread::sleep_for(50ms);
+    return {*status, proc.stderr_text()};
+}
+
+void expect_one_line_error(const Outcome& out, const std::string& must_mention) {
+    EXPECT_TRUE(out.status.exited && out.status.code != 0) << out.status.describe();
+    const auto lines = non_empty_lines(out.err);
+    EXPECT_EQ(lines.size(), 1u) << "stderr:\n" << out.err;
+    std::string lower = out.err;
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    EXPECT_NE(lower.find(must_mention), std::string::npos)
+        << "expected the message to mention \"" << must_mention << "\"; stderr:\n"
+        << out.err;
+}
+
+TEST(Cli, UnknownFlagFails) {
+    expect_one_line_error(
+        run_to_exit({"--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1", "--no-such-flag"}),
+        "no-such-flag");
+}
+
+TEST(Cli, MissingUpstreamFails) {
+    expect_one_line_error(run_to_exit({"--listen", "127.0.0.1:0"}), "upstream");
+}
+
+TEST(Cli, BadAddressFails) {
+    expect_one_line_error(run_to_exit({"--listen", "not-an-address", "--upstream", "127.0.0.1:1"}),
+                          "listen");
+}
+
+TEST(Cli, PortOutOfRangeFails) {
+    expect_one_line_error(run_to_exit({"--listen", "127.0.0.1:70000", "--upstream", "127.0.0.1:1"}),
+                          "listen");
+}
+
+TEST(Cli, PortInUseFails) {
+    const Listener taken = listen_loopback(Family::Inet4);
+    expect_one_line_error(
+        run_to_exit({"--listen", taken.endpoint().to_string(), "--upstream", "127.0.0.1:1"}),
+        "in use");
+}
+
+TEST(Cli, VersionPrintsAndExitsZero) {
+    BinaryProcess proc{uring_fwd_binary(), {"--version"}};
+    const auto status = proc.wait_exit(Deadline{5s});
+    ASSERT_TRUE(status.has_value());
+    EXPECT_TRUE(status->exited && status->code == 0) << status->describe();
+    std::this_thread::sleep_for(50ms);
+    EXPECT_NE(proc.stdout_text().find("uring-fwd"), std::string::npos)
+        << "stdout: " << proc.stdout_text();
+}
+
+class CliSignal : public ::testing::TestWithParam<int> {};
+
+// With nothing open, SIGINT/SIGTERM end the binary at once with status 0.
+TEST_P(CliSignal, ExitsZeroWhenIdle) {
+    ScriptedPeer sink{sink_plan()};
+    RunningBinary fwd = start_binary("127.0.0.1:0", sink.endpoint());
+    fwd.process->signal(GetParam());
+    const auto status = fwd.process->wait_exit(Deadline{5s});
+    ASSERT_TRUE(status.has_value()) << "did not exit within 5 s of the signal; stderr:\n"
+                                    << fwd.process->stderr_text();
+    EXPECT_TRUE(status->exited && status->code == 0) << status->describe();
+}
+
+INSTANTIATE_TEST_SUITE_P(Signals, CliSignal, ::testing::Values(SIGINT, SIGTERM),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                             return std::string(info.param == SIGINT ? "SIGINT" : "SIGTERM");
+                         });
+
+// Connects through `fwd` and waits until the upstream has accepted, so the connection
+// exists end to end before the test signals the binary.
+UniqueFd connect_end_to_end(const RunningBinary& fwd, const ScriptedPeer& peer,
+                            uint64_t accepted_before) {
+    UniqueFd client = connect_to(fwd.endpoint);
+    EXPECT_TRUE(eventually([&] { return peer.accepted() > accepted_before; }, Deadline{5s}))
+        << "the upstream never saw the connection";
+    return client;
+}
+
+// The first SIGTERM stops accepting but lets an open connection finish its transfer;
+// the binary exits 0 once it has.
+TEST(Cli, SigtermDrainsOpenConnectionThenExitsZero) {
+    constexpr uint64_t kSize = 1024 * 1024;
+    ScriptedPeer sink{sink_plan()};
+    RunningBinary fwd = start_binary("127.0.0.1:0", sink.endpoint());
+    UniqueFd client = connect_end_to_end(fwd, sink, 0);
+
+    fwd.process->signal(SIGTERM);
+    std::this_thread::sleep_for(100ms);
+    UniqueFd late;
+    EXPECT_NE(try_connect(fwd.endpoint, 1000ms, late), 0)
+        << "still accepting new connections after SIGTERM";
+
+    ExchangePlan plan;
+    plan.send_bytes = kSize;
+    plan.send_seed = 111;
+    const ExchangeResult mine = exchange(client, plan, Deadline{10s});
+    EXPECT_TRUE(SentAll(mine, kSize));
+    EXPECT_EQ(mine.recv_status, IoStatus::Eof) << mine.describe();
+    const auto theirs = sink.wait_result(Deadline{5s});
+    ASSERT_TRUE(theirs.has_value());
+    EXPECT_TRUE(ReceivedPayload(*theirs, 111, kSize));
+
+    const auto status = fwd.process->wait_exit(Deadline{5s});
+    ASSERT_TRUE(status.has_value()) << "did not exit after the drain; stderr:\n"
+                                    << fwd.process->stderr_text();
+    EXPECT_TRUE(status->exited && status->code == 0) << status->describe();
+}
+
+// A second signal does not wait for the drain: open connections are reset and the
+// binary exits 0.
+TEST(Cli, SecondSignalResetsOpenConnectionsAndExitsZero) {
+    SilentServer upstream;
+    BinaryProcess proc{uring_fwd_binary(),
+                       {"--listen", "127.0.0.1:0", "--upstream", upstream.endpoint().to_string(),
+                        "--drain-timeout", "60000"}};
+    const auto endpoint = proc.wait_listening(Deadline{10s});
+    ASSERT_TRUE(endpoint.has_value()) << proc.stderr_text();
+    UniqueFd client = connect_to(*endpoint);
+    ASSERT_TRUE(eventually([&] { return upstream.accepted() == 1; }, Deadline{5s}));
+
+    proc.signal(SIGTERM);
+    std::this_thread::sleep_for(200ms);
+    proc.signal(SIGTERM);
+    const auto status = proc.wait_exit(Deadline{5s});
+    ASSERT_TRUE(status.has_value()) << "second SIGTERM did not end it within 5 s; stderr:\n"
+                                    << proc.stderr_text();
+    EXPECT_TRUE(status->exited && status->code == 0) << status->describe();
+    EXPECT_TRUE(recv_until_eof(client.get(), Deadline{5s}).ended_by_peer());
+}
+
+// --drain-timeout bounds the drain: an idle connection that never finishes is reset
+// after it and the binary exits 0.
+TEST(Cli, DrainTimeoutEndsIdleConnection) {
+    SilentServer upstream;
+    BinaryProcess proc{uring_fwd_binary(),
+                       {"--listen", "127.0.0.1:0", "--upstream", upstream.endpoint().to_string(),
+                        "--drain-timeout", "500"}};
+    const auto endpoint = proc.wait_listening(Deadline{10s});
+    ASSERT_TRUE(endpoint.has_value()) << proc.stderr_text();
+    UniqueFd client = connect_to(*endpoint);
+    ASSERT_TRUE(eventually([&] { return upstream.accepted() == 1; }, Deadline{5s}));
+
+    const auto start = Clock::now();
+    proc.signal(SIGTERM);
+    const auto status = proc.wait_exit(Deadline{5s});
+    ASSERT_TRUE(status.has_value()) << "not gone 5 s after SIGTERM with a 500 ms drain; stderr:\n"
+                                    << proc.stderr_text();
+    EXPECT_TRUE(status->exited && status->code == 0) << status->describe();
+    EXPECT_GE(Clock::now() - start, 400ms) << "exited before the drain timeout";
+    EXPECT_TRUE(recv_until_eof(client.get(), Deadline{5s}).ended_by_peer());
+}
+
+} // namespace
+} // namespace uringfwd::test

@@ -1,0 +1,22 @@
+#include "tests/support/fd_limit.hpp"
+
+#include <sys/resource.h>
+
+namespace uringfwd::test {
+
+uint64_t raise_fd_limit() {
+    rlimit lim{};
+    if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) {
+        return 0;
+    }
+    if (lim.rlim_cur < lim.rlim_max) {
+        rlimit raised = lim;
+        raised.rlim_cur = lim.rlim_max;
+        if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) {
+            lim = raised;
+        }
+    }
+    return lim.rlim_cur;
+}
+
+} // namespace uringfwd::test

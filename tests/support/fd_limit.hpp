@@ -1,0 +1,14 @@
+// Tests with a thousand connections need a few thousand fds (clients, peers and the
+// proxy's two sockets per connection); they raise the soft limit themselves rather than
+// every test running with a raised one.
+#pragma once
+
+#include <cstdint>
+
+namespace uringfwd::test {
+
+// Raises RLIMIT_NOFILE's soft limit to the hard limit; returns the soft limit now in
+// force. Children spawned afterwards (the binary) inherit it.
+uint64_t raise_fd_limit();
+
+} // namespace uringfwd::test

@@ -1,0 +1,26 @@
+// Reads what /proc says about a process: how many fds it holds, how much memory is
+// resident, and how many io_uring worker threads it has. pid 0 means this process.
+#pragma once
+
+#include "tests/support/deadline.hpp"
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <string_view>
+
+namespace uringfwd::test {
+
+// Entries in /proc/PID/fd; -1 if unreadable.
+int count_open_fds(pid_t pid = 0);
+// VmRSS in bytes; 0 if unreadable.
+uint64_t resident_bytes(pid_t pid = 0);
+// Threads in /proc/PID/task whose comm starts with `prefix` (e.g. "iou-wrk").
+int count_threads_with_prefix(pid_t pid, std::string_view prefix);
+
+// Polls `condition` every 20 ms until it holds or the deadline passes; returns its
+// last value. For counters that settle asynchronously (fds closing after a test).
+bool eventually(const std::function<bool()>& condition, const Deadline& deadline);
+
+} // namespace uringfwd::test

@@ -1,0 +1,54 @@
+#include "tests/support/proxy_under_test.hpp"
+
+#include "tests/support/watchdog.hpp"
+
+#include <fmt/core.h>
+#include <gtest/gtest.h>
+
+namespace uringfwd::test {
+
+Endpoint loopback_any_port() {
+    Endpoint ep;
+    ep.kind = Endpoint::Kind::Inet;
+    ep.host = "127.0.0.1";
+    ep.port = 0;
+    return ep;
+}
+
+ProxyUnderTest::ProxyUnderTest(const Endpoint& upstream, ProxyOptions options) {
+    EngineConfig config;
+    config.listen = options.listen.value_or(loopback_any_port());
+    config.upstream = upstream;
+    config.connect_timeout = options.connect_timeout;
+    config.max_pipes = options.max_pipes;
+    config.pipe_size = options.pipe_size;
+    config.log_level = options.log_level;
+    config.log_sink = [logs = logs_](LogLevel level, std::string_view line) {
+        std::lock_guard lock(logs->mu);
+        logs->lines.push_back(fmt::format("[{}] {}", to_string(level), line));
+    };
+    engine_ = Engine::start(std::move(config));
+}
+
+ProxyUnderTest::~ProxyUnderTest() {
+    {
+        Watchdog dog{std::chrono::milliseconds{10000}, "Engine stop/wait"};
+        // No drain: a test is over, whatever is still open is reset at once.
+        engine_->stop(std::chrono::milliseconds{0});
+        engine_->wait();
+        engine_.reset();
+    }
+    // Show what the engine said when the test failed: that is when it matters.
+    if (::testing::Test::HasFailure()) {
+        for (const std::string& line : log_lines()) {
+            fmt::print(stderr, "engine log: {}\n", line);
+        }
+    }
+}
+
+std::vector<std::string> ProxyUnderTest::log_lines() const {
+    std::lock_guard lock(logs_->mu);
+    return logs_->lines;
+}
+
+} // namespace uringfwd::test
