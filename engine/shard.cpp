@@ -30,6 +30,11 @@ void set(std::atomic<uint64_t>& counter, uint64_t value) {
 
 std::string errno_text(int negative_result) { return std::strerror(-negative_result); }
 
+std::string suppressed_note(uint64_t suppressed) {
+    return suppressed == 0 ? std::string()
+                           : fmt::format(" ({} similar failures not logged)", suppressed);
+}
+
 // Accepting fails with these when the process or system is out of file descriptors
 // or memory; the pending connections stay in the backlog, so pausing and retrying
 // loses nothing.
@@ -374,8 +379,11 @@ void Shard::on_new_client(int fd) {
     conn.upstream = open_stream_socket(setup_.upstream);
     if (!conn.upstream) {
         bump(counters_.upstream_failures);
-        log_.warn("cannot open a socket to the upstream ({}); resetting client {}",
-                  std::strerror(errno), peer_name(fd));
+        int err = errno;
+        if (upstream_failure_log_.allow(LogThrottle::Clock::now()))
+            log_.warn("cannot open a socket to the upstream ({}); resetting client {}{}",
+                      std::strerror(err), peer_name(fd),
+                      suppressed_note(upstream_failure_log_.suppressed()));
         conn.phase = Phase::Closing;
         conn.reset_on_close = true;
         settle(slot, conn);
@@ -446,8 +454,11 @@ void Shard::on_connected(uint32_t slot, Connection& conn, int result) {
         std::string why = result == -ECANCELED
                               ? fmt::format("no answer within {} ms", config_.connect_timeout.count())
                               : errno_text(result);
-        log_.warn("upstream {}: {}; resetting client {}", to_endpoint(setup_.upstream).to_string(),
-                  why, peer_name(conn.client.get()));
+        if (upstream_failure_log_.allow(LogThrottle::Clock::now()))
+            log_.warn("upstream {}: {}; resetting client {}{}",
+                      to_endpoint(setup_.upstream).to_string(), why,
+                      peer_name(conn.client.get()),
+                      suppressed_note(upstream_failure_log_.suppressed()));
         abort(slot, conn, "upstream connect failed");
         return;
     }

@@ -5,6 +5,7 @@
 
 #include "connection.hpp"
 #include "direction_logic.hpp"
+#include "log_throttle.hpp"
 #include "logger.hpp"
 #include "op_tag.hpp"
 #include "pipes/pipe_pool.hpp"
@@ -162,6 +163,8 @@ private:
     // Written by request_stop() on any thread before it writes the eventfd.
     std::atomic<int64_t> drain_ms_{0};
     std::atomic<bool> finished_{false};
+
+    LogThrottle upstream_failure_log_;
 
     ShardCounters counters_;
 };
