@@ -1,0 +1,3 @@
+module uringfwd/bench/goproxy
+
+go 1.19

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with clang and runs each for SECONDS (default 30).
+# Everything is written to a scratch directory, so the seed corpora in the repository are
+# never modified; copy interesting new inputs back by hand. Exits non-zero on any crash.
+set -euo pipefail
+
+seconds="${1:-30}"
+if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [ "$seconds" -eq 0 ]; then
+    echo "usage: $0 [SECONDS]  (whole seconds per target, default 30)" >&2
+    exit 2
+fi
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$repo"
+
+# Debian splits the fuzzer runtime (libclang-rt) from the compiler, and both are needed.
+if ! command -v clang++ >/dev/null; then
+    apt-get install -y clang libclang-rt-14-dev
+fi
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/uringfwd-fuzz.XXXXXX")"
+keep_work=0
+# shellcheck disable=SC2317 # called through the trap
+cleanup() { if [ "$keep_work" -eq 0 ]; then rm -rf "$work"; fi; }
+trap cleanup EXIT
+
+# UB must stop the run rather than print and continue, or it would never count as a crash.
+# shellcheck disable=SC2054 # the commas belong to -fsanitize=
+cxxflags=(-std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+          -I engine/include -I .)
+read -r -a fmt_flags <<<"$(pkg-config --cflags --libs fmt)"
+
+# target name -> the parser sources it links.
+declare -A sources=(
+    [endpoint]="engine/endpoint.cpp"
+    [cpu_list]="engine/cpu_list.cpp"
+)
+
+status=0
+for target in endpoint cpu_list; do
+    bin="$work/${target}_fuzz"
+    corpus="$work/corpus/$target"
+    artifacts="$work/artifacts/$target/"
+    mkdir -p "$corpus" "$artifacts"
+    cp tests/fuzz/corpus/"$target"/* "$corpus"/
+
+    read -r -a target_sources <<<"${sources[$target]}"
+    if ! clang++ "${cxxflags[@]}" "tests/fuzz/${target}_fuzz.cpp" "${target_sources[@]}" \
+        "${fmt_flags[@]}" -o "$bin" 2>"$work/$target.build.log"; then
+        echo "$target: BUILD FAILED (see below)"
+        cat "$work/$target.build.log" >&2
+        status=1
+        continue
+    fi
+
+    log="$work/$target.log"
+    if "$bin" -max_total_time="$seconds" -artifact_prefix="$artifacts" "$corpus" >"$log" 2>&1; then
+        runs="$(grep -o 'Done [0-9]* runs' "$log" | grep -o '[0-9]*' || echo '?')"
+        echo "$target: ok, $runs runs in ${seconds}s, corpus $(find "$corpus" -type f | wc -l) inputs"
+    else
+        crash="$(find "$artifacts" -type f | head -n 1)"
+        echo "$target: CRASH, input ${crash:-<none saved>}, log $log"
+        tail -n 40 "$log" >&2
+        keep_work=1
+        status=1
+    fi
+done
+exit "$status"
