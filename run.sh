@@ -4,11 +4,13 @@
 #   ./run.sh --listen A --upstream B [flags]   your own forwarding (see --help)
 set -euo pipefail
 cd "$(dirname "$0")"
-scripts/install-deps.sh
-scripts/build.sh
+scripts/install-deps.sh --run
+# A release build of the binary alone, apart from the test build in ./build.
+scripts/build.sh build-release -Dtests=false -Dbuildtype=release
+fwd=build-release/engine/uring-fwd
 
 if (($# > 0)); then
-  exec build/engine/uring-fwd "$@"
+  exec "$fwd" "$@"
 fi
 
 # The demo: an echo server upstream, so `echo hello | socat - TCP:127.0.0.1:9000`
@@ -18,4 +20,4 @@ echo_pid=$!
 trap 'kill $echo_pid 2>/dev/null || true' EXIT
 echo "demo: forwarding 127.0.0.1:9000 -> echo server 127.0.0.1:9001." >&2
 echo "      try: echo hello | socat - TCP:127.0.0.1:9000     (Ctrl-C stops)" >&2
-build/engine/uring-fwd --listen 127.0.0.1:9000 --upstream 127.0.0.1:9001
+"$fwd" --listen 127.0.0.1:9000 --upstream 127.0.0.1:9001

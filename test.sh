@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up and runs the whole test suite; the last line is "N passed, M failed".
-#   1. release build: unit, integration and hardening suites
+#   1. optimized build (debugoptimized): unit, integration and hardening suites
 #   2. the same suites under AddressSanitizer + UndefinedBehaviorSanitizer
 #   3. the same suites under ThreadSanitizer (shards run on threads)
 #   4. a short libFuzzer run of every parser of outside input

@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -107,6 +108,8 @@ void Shard::run(std::promise<void>& ready) {
 
 void Shard::setup() {
     counters_.thread_id.store(static_cast<int>(::syscall(SYS_gettid)), std::memory_order_relaxed);
+    // Shows in top -H, perf and /proc/PID/task/*/comm (15 characters at most).
+    pthread_setname_np(pthread_self(), fmt::format("fwd-shard-{}", setup_.index).c_str());
     if (setup_.cpu >= 0) {
         if (int err = pin_current_thread(setup_.cpu); err != 0)
             throw std::runtime_error(

@@ -98,10 +98,15 @@ Endpoint to_endpoint(const SocketAddress& address) {
         std::size_t n = address.length > offsetof(sockaddr_un, sun_path)
                             ? address.length - offsetof(sockaddr_un, sun_path)
                             : 0;
-        if (n > 0 && un->sun_path[0] == '\0')
-            e.host = "@" + std::string(un->sun_path + 1, n - 1);
-        else
+        if (n > 0 && un->sun_path[0] == '\0') {
+            // Built in two steps: "@" + std::string(...) trips a GCC 12 -O3 false
+            // positive (-Wrestrict, GCC bug 105329).
+            e.host.assign(1, '@');
+            e.host.append(un->sun_path + 1, n - 1);
+        }
+        else {
             e.host = std::string(un->sun_path, strnlen(un->sun_path, n));
+        }
     }
     return e;
 }

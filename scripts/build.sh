@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Configures (once) and builds uring-fwd into ./build. Extra args go to meson setup.
+# scripts/build.sh DIR [meson setup args...]: configures DIR once and builds it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [[ ! -f build/build.ninja ]]; then
-  meson setup build "$@" >/dev/null
+dir=$1; shift
+if [[ ! -f $dir/build.ninja ]]; then
+  meson setup "$dir" "$@" >/dev/null
 fi
-ninja -C build >/dev/null
+ninja -C "$dir" >/dev/null

@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
-# Installs the Debian packages uring-fwd needs to build and test. Does nothing when
-# they are all present already (so repeated runs stay fast).
+# Installs the Debian packages uring-fwd needs. Does nothing when they are all present
+# already, so repeated runs stay fast.
+#   scripts/install-deps.sh --run    to build and run the binary (and the demo)
+#   scripts/install-deps.sh          to build and run the tests as well
+#   scripts/install-deps.sh --bench  the tests plus the micro-benchmarks
 set -euo pipefail
 
 packages=(
   build-essential pkg-config meson ninja-build
   liburing-dev libfmt-dev libcli11-dev        # the engine
-  libgtest-dev libgmock-dev libssl-dev        # the tests (OpenSSL for SHA-256 of payloads)
-  python3 socat iproute2 procps               # test helpers, the demo upstream
-  clang libclang-rt-14-dev                    # sanitizer and fuzz builds
+  socat                                       # the demo's echo server, some tests
 )
+if [[ "${1:-}" != "--run" ]]; then
+  packages+=(
+    libgtest-dev libgmock-dev libssl-dev      # the tests (OpenSSL for SHA-256 of payloads)
+    python3 iproute2 procps util-linux        # test helpers (ip netns, prlimit, setpriv)
+    clang libclang-rt-14-dev                  # fuzz targets
+  )
+fi
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(libbenchmark-dev)
 fi

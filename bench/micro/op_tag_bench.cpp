@@ -1,0 +1,53 @@
+// Cost of packing and unpacking the 64-bit user_data every operation carries: done
+// once per submission and once per completion.
+#include "engine/op_tag.hpp"
+
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+
+namespace {
+
+using uringfwd::engine::Op;
+using uringfwd::engine::OpTag;
+
+void BM_OpTag_Encode(benchmark::State& state) {
+    uint32_t slot = 0;
+    for (auto _ : state) {
+        // Inputs change every round so the compiler cannot fold the encoding away.
+        OpTag tag{Op::SpliceIn, static_cast<uint8_t>(slot & 1u), slot * 3u, slot};
+        uint64_t v = tag.encode();
+        benchmark::DoNotOptimize(v);
+        ++slot;
+    }
+}
+BENCHMARK(BM_OpTag_Encode);
+
+void BM_OpTag_Decode(benchmark::State& state) {
+    uint64_t v = OpTag{Op::SpliceOut, 1, 12345, 678}.encode();
+    for (auto _ : state) {
+        benchmark::DoNotOptimize(v);
+        OpTag tag = OpTag::decode(v);
+        benchmark::DoNotOptimize(tag);
+    }
+}
+BENCHMARK(BM_OpTag_Decode);
+
+// What dispatch does: decode, then branch on shard vs connection operation.
+void BM_OpTag_RoundTrip(benchmark::State& state) {
+    uint32_t slot = 0;
+    uint64_t shard_ops = 0;
+    for (auto _ : state) {
+        const bool shard = (slot & 15u) == 0;
+        OpTag in{shard ? Op::Accept : Op::PollIn, 0, slot, shard ? OpTag::kShardSlot : slot};
+        uint64_t v = in.encode();
+        benchmark::DoNotOptimize(v);
+        OpTag out = OpTag::decode(v);
+        shard_ops += out.for_shard() ? 1 : 0;
+        ++slot;
+    }
+    benchmark::DoNotOptimize(shard_ops);
+}
+BENCHMARK(BM_OpTag_RoundTrip);
+
+} // namespace
