@@ -1,6 +1,8 @@
 // cpulist parsing and formatting; see cpu_list.hpp for the accepted syntax.
 #include "cpu_list.hpp"
 
+#include "quote_input.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -10,33 +12,8 @@
 namespace uringfwd {
 namespace {
 
-// Longer inputs are cut in messages so one bad argument cannot flood the log.
-constexpr std::size_t kMaxQuoted = 120;
-
-// Control and non-ASCII bytes are escaped so a message always stays on one line.
-std::string quote(std::string_view text) {
-    std::string out = "\"";
-    const std::size_t shown = std::min(text.size(), kMaxQuoted);
-    for (std::size_t i = 0; i < shown; ++i) {
-        const auto c = static_cast<unsigned char>(text[i]);
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += static_cast<char>(c);
-        } else if (c < 0x20 || c >= 0x7f) {
-            out += fmt::format("\\x{:02x}", c);
-        } else {
-            out += static_cast<char>(c);
-        }
-    }
-    if (shown < text.size()) {
-        out += "...";
-    }
-    out += '"';
-    return out;
-}
-
 [[noreturn]] void fail(std::string_view text, std::string_view why) {
-    throw std::invalid_argument(fmt::format("bad CPU list {}: {}", quote(text), why));
+    throw std::invalid_argument(fmt::format("bad CPU list {}: {}", quote_input(text), why));
 }
 
 bool is_space(char c) {

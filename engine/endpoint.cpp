@@ -2,6 +2,8 @@
 // deterministic and cheap enough to run on every configuration reload and under a fuzzer.
 #include "uringfwd/endpoint.hpp"
 
+#include "quote_input.hpp"
+
 #include <arpa/inet.h>
 #include <fmt/format.h>
 
@@ -17,34 +19,9 @@ constexpr std::string_view kUnixPrefix = "unix:";
 // same limit applies to "@name" (the '@' becomes the leading NUL), which leaves room for a
 // terminator there too, so the address layer can treat both forms alike.
 constexpr std::size_t kMaxUnixPath = sizeof(sockaddr_un::sun_path) - 1;
-// Longer inputs are cut in messages so one bad argument cannot flood the log.
-constexpr std::size_t kMaxQuoted = 120;
-
-// Renders the user's text inside an error message. Control and non-ASCII bytes are
-// escaped so the message always stays on one printable line.
-std::string quote(std::string_view text) {
-    std::string out = "\"";
-    const std::size_t shown = text.size() > kMaxQuoted ? kMaxQuoted : text.size();
-    for (std::size_t i = 0; i < shown; ++i) {
-        const auto c = static_cast<unsigned char>(text[i]);
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += static_cast<char>(c);
-        } else if (c < 0x20 || c >= 0x7f) {
-            out += fmt::format("\\x{:02x}", c);
-        } else {
-            out += static_cast<char>(c);
-        }
-    }
-    if (shown < text.size()) {
-        out += "...";
-    }
-    out += '"';
-    return out;
-}
 
 [[noreturn]] void fail(std::string_view text, std::string_view why) {
-    throw std::invalid_argument(fmt::format("bad address {}: {}", quote(text), why));
+    throw std::invalid_argument(fmt::format("bad address {}: {}", quote_input(text), why));
 }
 
 bool is_digit(char c) {

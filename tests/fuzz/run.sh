@@ -27,13 +27,13 @@ trap cleanup EXIT
 # UB must stop the run rather than print and continue, or it would never count as a crash.
 # shellcheck disable=SC2054 # the commas belong to -fsanitize=
 cxxflags=(-std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
-          -I engine/include -I .)
+          -I engine/include -I engine -I .)
 read -r -a fmt_flags <<<"$(pkg-config --cflags --libs fmt)"
 
 # target name -> the parser sources it links.
 declare -A sources=(
-    [endpoint]="engine/endpoint.cpp"
-    [cpu_list]="engine/cpu_list.cpp"
+    [endpoint]="engine/endpoint.cpp engine/quote_input.cpp"
+    [cpu_list]="engine/cpu_list.cpp engine/quote_input.cpp"
 )
 
 status=0

@@ -1,43 +1,11 @@
-// Owns one file descriptor for the tests; closes it on destruction so no test leaks fds
-// into the fd-count checks.
+// The tests own their fds with the engine's own RAII type, so no test leaks fds into
+// the fd-count checks.
 #pragma once
 
-#include <unistd.h>
-
-#include <utility>
+#include "uring/unique_fd.hpp"
 
 namespace uringfwd::test {
 
-class UniqueFd {
-public:
-    UniqueFd() = default;
-    explicit UniqueFd(int fd) : fd_(fd) {}
-    ~UniqueFd() { reset(); }
-
-    UniqueFd(UniqueFd&& other) noexcept : fd_(other.release()) {}
-    UniqueFd& operator=(UniqueFd&& other) noexcept {
-        if (this != &other) {
-            reset(other.release());
-        }
-        return *this;
-    }
-    UniqueFd(const UniqueFd&) = delete;
-    UniqueFd& operator=(const UniqueFd&) = delete;
-
-    int get() const { return fd_; }
-    bool valid() const { return fd_ >= 0; }
-    explicit operator bool() const { return valid(); }
-
-    int release() { return std::exchange(fd_, -1); }
-    void reset(int fd = -1) {
-        if (fd_ >= 0) {
-            ::close(fd_);
-        }
-        fd_ = fd;
-    }
-
-private:
-    int fd_ = -1;
-};
+using UniqueFd = uring::UniqueFd;
 
 } // namespace uringfwd::test
