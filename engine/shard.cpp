@@ -418,7 +418,8 @@ void Shard::on_connection_op(const OpTag& t, const uring::Completion& c) {
         return;
     }
     Connection& conn = *found;
-    --conn.ops_in_flight;
+    if (!c.more()) // a multishot operation counts as one until its last completion
+        --conn.ops_in_flight;
     int d = t.direction;
     switch (t.op) {
     case Op::Connect:
@@ -498,7 +499,8 @@ void Shard::on_error_watch(uint32_t slot, Connection& conn, int d, int result) {
         return;
     // The watched socket sent its FIN earlier. POLLERR means it was reset since;
     // POLLHUP while the other direction still runs means that peer is gone entirely.
-    // Either way nothing more can be delivered to it: reset the other side too.
+    // Either way nothing more can be delivered to it: reset the other side too. The
+    // first completion (POLLRDHUP, from the FIN itself) carries neither.
     if (result & (POLLERR | POLLHUP))
         abort(slot, conn,
               fmt::format("{} went away after its FIN",
@@ -657,9 +659,12 @@ void Shard::follow(uint32_t slot, Connection& conn, int d, Next next, int failed
             close_connection(slot, conn, /*reset=*/false); // clean end: FIN both ways
         } else {
             // Nothing reads this source any more, so nothing would notice a reset from
-            // its peer while the other direction idles. Watch for errors only: POLLERR
-            // and POLLHUP are always reported, whatever the mask.
-            ring_->poll(dir.src, 0, tag(Op::ErrorWatch, slot, conn, d));
+            // its peer while the other direction idles. Watch it for errors. A one-shot
+            // poll cannot: the kernel always adds POLLRDHUP, which this socket reports
+            // since its FIN, so it would complete at once. A multishot poll reports that
+            // once, then only new wake-ups: the reset's POLLERR.
+            ring_->poll_multishot(dir.src, POLLERR | POLLHUP,
+                                  tag(Op::ErrorWatch, slot, conn, d));
             ++conn.ops_in_flight;
         }
         break;

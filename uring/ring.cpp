@@ -137,6 +137,12 @@ void Ring::poll(int fd, unsigned events, uint64_t user_data) {
     io_uring_sqe_set_data64(sqe, user_data);
 }
 
+void Ring::poll_multishot(int fd, unsigned events, uint64_t user_data) {
+    io_uring_sqe* sqe = next_sqe();
+    io_uring_prep_poll_multishot(sqe, fd, events);
+    io_uring_sqe_set_data64(sqe, user_data);
+}
+
 void Ring::splice(int fd_in, int fd_out, unsigned len, unsigned splice_flags, uint64_t user_data,
                   Link link) {
     io_uring_sqe* sqe = next_sqe();

@@ -70,9 +70,15 @@ public:
     Ring(const Ring&) = delete;
     Ring& operator=(const Ring&) = delete;
 
-    // One-shot poll; completes with the ready mask. POLLERR and POLLHUP are always
-    // reported, so events == 0 watches for errors only.
+    // One-shot poll; completes with the ready mask. The kernel always adds POLLERR,
+    // POLLHUP and POLLRDHUP to `events` (io_uring/poll.c io_init_poll_iocb,
+    // IO_POLL_UNMASK), so a socket that received FIN completes any poll at once.
     void poll(int fd, unsigned events, uint64_t user_data);
+
+    // Multishot poll: a completion per wake-up that matches, each with more() set
+    // until the last. Level-checked when armed, edge-triggered after (kernel-notes.md
+    // §2.3).
+    void poll_multishot(int fd, unsigned events, uint64_t user_data);
 
     // splice(2) from fd_in to fd_out, neither with an offset.
     void splice(int fd_in, int fd_out, unsigned len, unsigned splice_flags, uint64_t user_data,
