@@ -30,6 +30,7 @@ struct Direction {
     int pair_in = 0;                 // results of the pair in flight
     int pair_out = 0;
     uint8_t pair_pending = 0;
+    bool watching = false; // a multishot error watch is armed on src
 };
 
 enum class Phase : uint8_t { Connecting, Forwarding, Closing };

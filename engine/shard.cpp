@@ -442,7 +442,7 @@ void Shard::on_connection_op(const OpTag& t, const uring::Completion& c) {
         on_drained(t.slot, conn, d, c.result);
         break;
     case Op::ErrorWatch:
-        on_error_watch(t.slot, conn, d, c.result);
+        on_error_watch(t.slot, conn, d, c.result, c.more());
         break;
     default:
         log_.error("completion with unknown connection operation {}", static_cast<int>(t.op));
@@ -494,17 +494,44 @@ void Shard::close_connection(uint32_t slot, Connection& conn, bool reset) {
     settle(slot, conn);
 }
 
-void Shard::on_error_watch(uint32_t slot, Connection& conn, int d, int result) {
+void Shard::on_error_watch(uint32_t slot, Connection& conn, int d, int result, bool more) {
+    if (!more)
+        conn.dirs[d].watching = false;
     if (conn.phase == Phase::Closing || result < 0)
         return;
-    // The watched socket sent its FIN earlier. POLLERR means it was reset since;
-    // POLLHUP while the other direction still runs means that peer is gone entirely.
-    // Either way nothing more can be delivered to it: reset the other side too. The
-    // first completion (POLLRDHUP, from the FIN itself) carries neither.
-    if (result & (POLLERR | POLLHUP))
+    // POLLERR: the watched source was reset (or, for a Unix peer, closed with our
+    // bytes unread). Nothing it sent can be trusted to be complete any more and nothing
+    // can be delivered to it: reset the other side too. The first completion
+    // (POLLRDHUP after a FIN) and POLLHUP (both halves shut, data may still be queued)
+    // are no reason to.
+    if (result & POLLERR)
         abort(slot, conn,
-              fmt::format("{} went away after its FIN",
+              fmt::format("{} was reset while nobody read from it",
                           d == Connection::kToUpstream ? "client" : "upstream"));
+}
+
+void Shard::watch_source(uint32_t slot, Connection& conn, int d) {
+    Direction& dir = conn.dirs[d];
+    if (dir.watching)
+        return;
+    // Nothing reads this source while the direction waits for its destination or has
+    // finished, and the other direction may be idle: nothing would notice a reset of
+    // this peer. Watch it for errors. A one-shot poll cannot: the kernel always adds
+    // POLLRDHUP, POLLHUP and POLLERR (io_uring/poll.c io_init_poll_iocb), and a source
+    // that sent FIN reports POLLRDHUP for good, so it would complete at once. A
+    // multishot poll reports that once, then only new wake-ups: the reset's POLLERR.
+    ring_->poll_multishot(dir.src, POLLERR | POLLHUP, tag(Op::ErrorWatch, slot, conn, d));
+    ++conn.ops_in_flight;
+    dir.watching = true;
+}
+
+void Shard::unwatch_source(uint32_t slot, Connection& conn, int d) {
+    Direction& dir = conn.dirs[d];
+    if (!dir.watching)
+        return;
+    ring_->cancel(tag(Op::ErrorWatch, slot, conn, d), tag(Op::Cancel, slot, conn, d));
+    ++conn.ops_in_flight;
+    dir.watching = false; // its last completion (-ECANCELED) is still to come
 }
 
 void Shard::settle(uint32_t slot, Connection& conn) {
@@ -643,9 +670,11 @@ void Shard::follow(uint32_t slot, Connection& conn, int d, Next next, int failed
     case Next::WaitReadable:
         // An idle direction holds no pipe: 10 000 idle connections cost no pipe memory.
         release_pipe(dir, false);
+        unwatch_source(slot, conn, d); // the POLLIN poll reports errors too
         start_reading(slot, conn, d);
         break;
     case Next::WaitWritable:
+        watch_source(slot, conn, d);
         dir.state = DirState::PollingOut;
         ring_->poll(dir.dst, POLLOUT, tag(Op::PollOut, slot, conn, d));
         ++conn.ops_in_flight;
@@ -658,14 +687,7 @@ void Shard::follow(uint32_t slot, Connection& conn, int d, Next next, int failed
         if (conn.both_done()) {
             close_connection(slot, conn, /*reset=*/false); // clean end: FIN both ways
         } else {
-            // Nothing reads this source any more, so nothing would notice a reset from
-            // its peer while the other direction idles. Watch it for errors. A one-shot
-            // poll cannot: the kernel always adds POLLRDHUP, which this socket reports
-            // since its FIN, so it would complete at once. A multishot poll reports that
-            // once, then only new wake-ups: the reset's POLLERR.
-            ring_->poll_multishot(dir.src, POLLERR | POLLHUP,
-                                  tag(Op::ErrorWatch, slot, conn, d));
-            ++conn.ops_in_flight;
+            watch_source(slot, conn, d);
         }
         break;
     case Next::SourceFailed:

@@ -112,7 +112,9 @@ private:
     void on_connected(uint32_t slot, Connection& conn, int result);
     void abort(uint32_t slot, Connection& conn, const std::string& reason);
     void close_connection(uint32_t slot, Connection& conn, bool reset);
-    void on_error_watch(uint32_t slot, Connection& conn, int d, int result);
+    void on_error_watch(uint32_t slot, Connection& conn, int d, int result, bool more);
+    void watch_source(uint32_t slot, Connection& conn, int d);
+    void unwatch_source(uint32_t slot, Connection& conn, int d);
     void settle(uint32_t slot, Connection& conn);
     void finalize(uint32_t slot, Connection& conn);
 
