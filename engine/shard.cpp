@@ -258,38 +258,50 @@ void Shard::on_accept(const uring::Completion& c) {
     if (!c.more()) {
         --shard_ops_in_flight_;
         accept_armed_ = false;
+        accept_cancel_pending_ = false;
         if (stopping_)
             listener_.reset(); // refuse new clients now, not when the shard ends
     }
     if (c.result >= 0) {
-        accept_backoff_ = std::chrono::milliseconds{0};
         if (stopping_)
             ::close(c.result);
         else
             on_new_client(c.result);
     } else if (c.result != -ECANCELED) {
         int err = -c.result;
-        if (is_resource_shortage(err)) {
-            bump(counters_.accept_backoffs);
-            if (accept_backoff_.count() == 0) {
-                log_.warn("accept: {} with {} connections open; pausing accepts, "
-                          "pending clients wait in the backlog",
-                          std::strerror(err), table_.active());
-                accept_backoff_ = kFirstAcceptBackoff;
-            } else {
-                accept_backoff_ = std::min(accept_backoff_ * 2, kMaxAcceptBackoff);
-            }
-        } else {
+        if (is_resource_shortage(err))
+            note_fd_shortage("accept", err);
+        else
             log_.warn("accept: {}", std::strerror(err));
-        }
     }
     if (accept_armed_ || stopping_ || accept_paused_)
         return;
-    if (accept_backoff_.count() > 0 && c.result < 0) {
+    if (pause_wanted_) {
+        pause_wanted_ = false;
         accept_paused_ = true;
         submit_shard_op_timeout(Op::AcceptPause, accept_backoff_);
     } else {
         arm_accept();
+    }
+}
+
+void Shard::note_fd_shortage(const char* what, int err) {
+    bump(counters_.accept_backoffs);
+    if (accept_backoff_.count() == 0) {
+        log_.warn("{}: {} with {} connections open; pausing accepts, pending clients wait "
+                  "in the backlog",
+                  what, std::strerror(err), table_.active());
+        accept_backoff_ = kFirstAcceptBackoff;
+    } else {
+        accept_backoff_ = std::min(accept_backoff_ * 2, kMaxAcceptBackoff);
+    }
+    pause_wanted_ = true;
+    // A multishot accept would keep taking clients we cannot serve (each needs a
+    // second fd for its upstream): stop it; on_accept() pauses once it has ended.
+    if (accept_armed_ && !accept_cancel_pending_) {
+        ring_->cancel_fd(listener_.get(), shard_tag(Op::ShardCancel));
+        ++shard_ops_in_flight_;
+        accept_cancel_pending_ = true;
     }
 }
 
@@ -383,6 +395,8 @@ void Shard::on_new_client(int fd) {
     if (!conn.upstream) {
         bump(counters_.upstream_failures);
         int err = errno;
+        if (is_resource_shortage(err))
+            note_fd_shortage("upstream socket", err);
         if (upstream_failure_log_.allow(LogThrottle::Clock::now()))
             log_.warn("cannot open a socket to the upstream ({}); resetting client {}{}",
                       std::strerror(err), peer_name(fd),
@@ -392,6 +406,8 @@ void Shard::on_new_client(int fd) {
         settle(slot, conn);
         return;
     }
+    if (!pause_wanted_ && !accept_paused_)
+        accept_backoff_ = std::chrono::milliseconds{0}; // the shortage episode is over
     if (client_is_tcp_)
         set_no_delay(fd);
     if (upstream_is_tcp_)

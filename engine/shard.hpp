@@ -100,6 +100,7 @@ private:
     void arm_accept();
     void on_accept(const uring::Completion& c);
     void on_accept_pause_over();
+    void note_fd_shortage(const char* what, int err);
     void on_wake(int result);
     void begin_stop();
     void abort_all(const char* reason);
@@ -157,6 +158,8 @@ private:
     unsigned splices_in_flight_ = 0; // submitted, completion not yet seen
     bool accept_armed_ = false;
     bool accept_paused_ = false;
+    bool accept_cancel_pending_ = false;
+    bool pause_wanted_ = false; // pause accepting once the multishot accept has ended
     bool pipe_retry_armed_ = false;
     std::chrono::milliseconds accept_backoff_{0};
     bool stopping_ = false;
