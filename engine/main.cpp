@@ -135,6 +135,9 @@ int main(int argc, char** argv) {
                    "where a shard's io-wq workers run: cpu (its own) or node (its NUMA node)")
         ->check(CLI::IsMember({"cpu", "node"}))
         ->capture_default_str();
+    app.add_option("--iowq-max-workers", config.iowq_max_workers,
+                   "most io-wq kernel threads per shard (default: max-pipes + 4)")
+        ->check(CLI::Range(1u, 1u << 16));
     app.add_option("--drain-timeout", drain_timeout_ms,
                    "on SIGTERM/SIGINT, let open connections finish this long (ms, or 30s); a "
                    "second signal resets them at once")

@@ -133,7 +133,10 @@ void Shard::setup() {
     // runs back to back on one worker), so max_pipes workers can never starve a ready
     // splice (kernel-notes.md §1.4); the cap only guards against a kernel that blocks
     // anyway, which would otherwise grow one thread per idle connection (§1.3).
-    ring_->set_worker_limits(0, static_cast<unsigned>(config_.max_pipes) + 4);
+    unsigned workers = config_.iowq_max_workers != 0
+                           ? config_.iowq_max_workers
+                           : static_cast<unsigned>(config_.max_pipes) + 4;
+    ring_->set_worker_limits(0, workers);
 
     pool_ = std::make_unique<pipes::PipePool>(config_.max_pipes, config_.pipe_size);
     if (setup_.shared_listener >= 0) {

@@ -42,6 +42,12 @@ struct EngineConfig {
     enum class WorkerPlacement { ShardCpu, ShardNode };
     WorkerPlacement worker_placement = WorkerPlacement::ShardCpu;
 
+    // Most io-wq workers (kernel threads running the splices) per shard; 0 = max_pipes
+    // + 4, enough that no splice ever waits for a worker. Every splice is
+    // non-blocking, so a smaller cap only queues work, it cannot starve it; workers
+    // confined to one CPU gain nothing from numbers but context switches.
+    unsigned iowq_max_workers = 0;
+
     // On stop(), connections still open after this long are reset.
     std::chrono::milliseconds drain_timeout{30000};
 
