@@ -27,7 +27,9 @@ namespace {
 // source side it means the socket is empty (the pipe cannot be full: pairs start on an
 // empty pipe, kernel-notes.md §2.4); on the destination side it means the socket
 // buffer is full or the pipe was empty.
-bool failed(int result) { return result < 0 && result != -EAGAIN; }
+bool failed(int result) {
+    return result < 0 && result != -EAGAIN;
+}
 } // namespace
 
 std::size_t bulk_threshold(std::size_t capacity) {

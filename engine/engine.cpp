@@ -213,12 +213,26 @@ std::unique_ptr<Engine> Engine::start(EngineConfig config) {
     return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 
-Endpoint Engine::listen_endpoint() const { return impl_->listen_endpoint(); }
-std::string Engine::describe() const { return impl_->describe(); }
-void Engine::stop(std::optional<std::chrono::milliseconds> drain) { impl_->stop(drain); }
-void Engine::wait() { impl_->wait(); }
-bool Engine::stopped() const { return impl_->stopped(); }
-EngineStats Engine::stats() const { return impl_->stats(); }
-std::vector<ShardStats> Engine::shard_stats() const { return impl_->shard_stats(); }
+Endpoint Engine::listen_endpoint() const {
+    return impl_->listen_endpoint();
+}
+std::string Engine::describe() const {
+    return impl_->describe();
+}
+void Engine::stop(std::optional<std::chrono::milliseconds> drain) {
+    impl_->stop(drain);
+}
+void Engine::wait() {
+    impl_->wait();
+}
+bool Engine::stopped() const {
+    return impl_->stopped();
+}
+EngineStats Engine::stats() const {
+    return impl_->stats();
+}
+std::vector<ShardStats> Engine::shard_stats() const {
+    return impl_->shard_stats();
+}
 
 } // namespace uringfwd

@@ -39,7 +39,9 @@ public:
         log(LogLevel::Debug, format, std::forward<Args>(args)...);
     }
 
-    Logger with_prefix(std::string prefix) const { return Logger(level_, sink_, std::move(prefix)); }
+    Logger with_prefix(std::string prefix) const {
+        return Logger(level_, sink_, std::move(prefix));
+    }
 
 private:
     void emit(LogLevel level, const std::string& message) const;

@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 
 #include <signal.h>
-#include <time.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #include <algorithm>
 #include <cstdio>

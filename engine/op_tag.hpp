@@ -10,9 +10,9 @@ namespace uringfwd::engine {
 enum class Op : uint8_t {
     // Shard-level operations (slot == kShardSlot).
     Accept = 1,
-    AcceptPause, // timer: accepting paused for lack of file descriptors
-    Wake,        // the stop eventfd became readable
-    PipeRetry,   // timer: try again to get pipes for waiting directions
+    AcceptPause,   // timer: accepting paused for lack of file descriptors
+    Wake,          // the stop eventfd became readable
+    PipeRetry,     // timer: try again to get pipes for waiting directions
     DrainDeadline, // timer: stop waiting for connections to finish
     ShardCancel,
     // Connection operations.
@@ -20,9 +20,9 @@ enum class Op : uint8_t {
     ConnectTimeout,
     PollIn,
     PollOut,
-    SpliceIn,  // socket -> pipe
-    SpliceOut, // pipe -> socket, hard-linked after SpliceIn
-    Drain,     // pipe -> socket for bytes left over
+    SpliceIn,   // socket -> pipe
+    SpliceOut,  // pipe -> socket, hard-linked after SpliceIn
+    Drain,      // pipe -> socket for bytes left over
     ErrorWatch, // poll for POLLERR/POLLHUP on the source of a finished direction
     Cancel,
 };
@@ -31,7 +31,7 @@ struct OpTag {
     static constexpr uint32_t kShardSlot = 0xffffffffu;
 
     Op op;
-    uint8_t direction = 0; // 0 or 1
+    uint8_t direction = 0;   // 0 or 1
     uint32_t generation = 0; // 24 bits are kept
     uint32_t slot = kShardSlot;
 

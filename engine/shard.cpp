@@ -29,7 +29,9 @@ void set(std::atomic<uint64_t>& counter, uint64_t value) {
     counter.store(value, std::memory_order_relaxed);
 }
 
-std::string errno_text(int negative_result) { return std::strerror(-negative_result); }
+std::string errno_text(int negative_result) {
+    return std::strerror(-negative_result);
+}
 
 std::string suppressed_note(uint64_t suppressed) {
     return suppressed == 0 ? std::string()
@@ -112,9 +114,8 @@ void Shard::setup() {
     pthread_setname_np(pthread_self(), fmt::format("fwd-shard-{}", setup_.index).c_str());
     if (setup_.cpu >= 0) {
         if (int err = pin_current_thread(setup_.cpu); err != 0)
-            throw std::runtime_error(
-                fmt::format("cannot pin shard {} to CPU {}: {}", setup_.index, setup_.cpu,
-                            std::strerror(err)));
+            throw std::runtime_error(fmt::format("cannot pin shard {} to CPU {}: {}", setup_.index,
+                                                 setup_.cpu, std::strerror(err)));
     }
     // Everything below is allocated on the shard's own thread, after pinning: the ring
     // must be created by its only submitter (SINGLE_ISSUER, DEFER_TASKRUN), and pages
@@ -133,9 +134,8 @@ void Shard::setup() {
     // runs back to back on one worker), so max_pipes workers can never starve a ready
     // splice (kernel-notes.md §1.4); the cap only guards against a kernel that blocks
     // anyway, which would otherwise grow one thread per idle connection (§1.3).
-    unsigned workers = config_.iowq_max_workers != 0
-                           ? config_.iowq_max_workers
-                           : static_cast<unsigned>(config_.max_pipes) + 4;
+    unsigned workers = config_.iowq_max_workers != 0 ? config_.iowq_max_workers
+                                                     : static_cast<unsigned>(config_.max_pipes) + 4;
     ring_->set_worker_limits(0, workers);
 
     pool_ = std::make_unique<pipes::PipePool>(config_.max_pipes, config_.pipe_size);
@@ -166,9 +166,9 @@ void Shard::setup() {
     // refusal shows up at once rather than on the first connection.
     if (auto pipe = pool_->lease())
         pool_->give_back(std::move(*pipe));
-    description_ = fmt::format("cpu {}, pipes {} bytes (at most {}), steering {}, {}",
-                               setup_.cpu, pool_->pipe_size(), pool_->max_pipes(), steering,
-                               ring_->features().describe());
+    description_ =
+        fmt::format("cpu {}, pipes {} bytes (at most {}), steering {}, {}", setup_.cpu,
+                    pool_->pipe_size(), pool_->max_pipes(), steering, ring_->features().describe());
     log_pool_notices();
 }
 
@@ -474,13 +474,12 @@ void Shard::on_connected(uint32_t slot, Connection& conn, int result) {
         return;
     if (result < 0) {
         bump(counters_.upstream_failures);
-        std::string why = result == -ECANCELED
-                              ? fmt::format("no answer within {} ms", config_.connect_timeout.count())
-                              : errno_text(result);
+        std::string why = result == -ECANCELED ? fmt::format("no answer within {} ms",
+                                                             config_.connect_timeout.count())
+                                               : errno_text(result);
         if (upstream_failure_log_.allow(LogThrottle::Clock::now()))
             log_.warn("upstream {}: {}; resetting client {}{}",
-                      to_endpoint(setup_.upstream).to_string(), why,
-                      peer_name(conn.client.get()),
+                      to_endpoint(setup_.upstream).to_string(), why, peer_name(conn.client.get()),
                       suppressed_note(upstream_failure_log_.suppressed()));
         abort(slot, conn, "upstream connect failed");
         return;
@@ -581,13 +580,19 @@ void Shard::start_reading(uint32_t slot, Connection& conn, int d) {
     ++conn.ops_in_flight;
 }
 
-void Shard::on_readable(uint32_t slot, Connection& conn, int d, int result) {
+bool Shard::poll_succeeded(uint32_t slot, Connection& conn, int result) {
     if (conn.phase == Phase::Closing)
-        return;
+        return false;
     if (result < 0) {
         abort(slot, conn, fmt::format("poll: {}", errno_text(result)));
-        return;
+        return false;
     }
+    return true;
+}
+
+void Shard::on_readable(uint32_t slot, Connection& conn, int d, int result) {
+    if (!poll_succeeded(slot, conn, result))
+        return;
     Direction& dir = conn.dirs[d];
     dir.pipe = pool_->lease();
     if (!dir.pipe) {
@@ -646,16 +651,13 @@ void Shard::on_pair_half(uint32_t slot, Connection& conn, int d, Op op, int resu
     if (conn.phase == Phase::Closing)
         return;
     Next next = after_pair({dir.pair_in, dir.pair_out, dir.pipe->bytes(), dir.pipe->capacity()});
-    follow(slot, conn, d, next, dir.pair_out < 0 && dir.pair_out != -EAGAIN ? dir.pair_out : dir.pair_in);
+    follow(slot, conn, d, next,
+           dir.pair_out < 0 && dir.pair_out != -EAGAIN ? dir.pair_out : dir.pair_in);
 }
 
 void Shard::on_writable(uint32_t slot, Connection& conn, int d, int result) {
-    if (conn.phase == Phase::Closing)
+    if (!poll_succeeded(slot, conn, result))
         return;
-    if (result < 0) {
-        abort(slot, conn, fmt::format("poll: {}", errno_text(result)));
-        return;
-    }
     Direction& dir = conn.dirs[d];
     dir.state = DirState::Draining;
     ring_->splice(dir.pipe->read_fd(), dir.dst, static_cast<unsigned>(dir.pipe->bytes()),
@@ -721,8 +723,8 @@ void Shard::follow(uint32_t slot, Connection& conn, int d, Next next, int failed
 void Shard::release_pipe(Direction& dir, bool verify) {
     if (!dir.pipe)
         return;
-    pool_->give_back(std::move(*dir.pipe), verify ? pipes::PipePool::Check::AskKernel
-                                                  : pipes::PipePool::Check::Counter);
+    pool_->give_back(std::move(*dir.pipe),
+                     verify ? pipes::PipePool::Check::AskKernel : pipes::PipePool::Check::Counter);
     dir.pipe.reset();
 }
 

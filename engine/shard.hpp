@@ -19,10 +19,10 @@
 #include <chrono>
 #include <deque>
 #include <future>
-#include <optional>
-#include <vector>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace uringfwd::engine {
 
@@ -121,6 +121,9 @@ private:
 
     // Directions
     void start_reading(uint32_t slot, Connection& conn, int d);
+    // False when a poll completion needs no more handling: the connection is closing,
+    // or the poll failed (then the connection is reset).
+    bool poll_succeeded(uint32_t slot, Connection& conn, int result);
     void on_readable(uint32_t slot, Connection& conn, int d, int result);
     void start_pair(uint32_t slot, Connection& conn, int d);
     void on_pair_half(uint32_t slot, Connection& conn, int d, Op op, int result);

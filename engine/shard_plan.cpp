@@ -28,8 +28,8 @@ std::vector<int> choose_shard_cpus(const std::vector<int>& allowed,
     }
     if (shards > chosen.size())
         throw std::invalid_argument(fmt::format(
-            "{} shards asked for but only {} CPUs to pin them to ({}): one shard per CPU",
-            shards, chosen.size(), format_cpu_list(chosen)));
+            "{} shards asked for but only {} CPUs to pin them to ({}): one shard per CPU", shards,
+            chosen.size(), format_cpu_list(chosen)));
     if (shards > 0)
         chosen.resize(shards);
     return chosen;

@@ -46,8 +46,8 @@ SocketAddress resolve_inet(const Endpoint& e) {
     addrinfo* found = nullptr;
     int rc = getaddrinfo(e.host.c_str(), nullptr, &hints, &found);
     if (rc != 0 || found == nullptr)
-        throw std::runtime_error(
-            fmt::format("cannot resolve {}: {}", e.host, rc != 0 ? gai_strerror(rc) : "no address"));
+        throw std::runtime_error(fmt::format("cannot resolve {}: {}", e.host,
+                                             rc != 0 ? gai_strerror(rc) : "no address"));
     in->sin_addr = reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr;
     freeaddrinfo(found);
     return out;
@@ -103,8 +103,7 @@ Endpoint to_endpoint(const SocketAddress& address) {
             // positive (-Wrestrict, GCC bug 105329).
             e.host.assign(1, '@');
             e.host.append(un->sun_path + 1, n - 1);
-        }
-        else {
+        } else {
             e.host = std::string(un->sun_path, strnlen(un->sun_path, n));
         }
     }

@@ -68,7 +68,9 @@ UniqueFd open_stream_socket(const SocketAddress& address) {
     return UniqueFd(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
 }
 
-void set_no_delay(int fd) { enable(fd, IPPROTO_TCP, TCP_NODELAY); }
+void set_no_delay(int fd) {
+    enable(fd, IPPROTO_TCP, TCP_NODELAY);
+}
 
 void set_reset_on_close(int fd) {
     linger lin{1, 0};

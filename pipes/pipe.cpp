@@ -7,7 +7,9 @@
 
 namespace uringfwd::pipes {
 
-Pipe::~Pipe() { close_both(); }
+Pipe::~Pipe() {
+    close_both();
+}
 
 Pipe::Pipe(Pipe&& other) noexcept
     : read_fd_(std::exchange(other.read_fd_, -1)), write_fd_(std::exchange(other.write_fd_, -1)),

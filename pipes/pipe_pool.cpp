@@ -59,9 +59,9 @@ std::optional<Pipe> PipePool::create() {
         ++counters_.create_failures;
         if (!reported_create_failure_) {
             reported_create_failure_ = true;
-            notices_.push_back(fmt::format(
-                "cannot create a pipe ({}); directions wait for a pipe to come back",
-                std::strerror(err)));
+            notices_.push_back(
+                fmt::format("cannot create a pipe ({}); directions wait for a pipe to come back",
+                            std::strerror(err)));
         }
         return std::nullopt;
     }

@@ -16,9 +16,9 @@ namespace uringfwd::pipes {
 struct PoolCounters {
     uint64_t created = 0;
     uint64_t leased_now = 0;
-    uint64_t closed_dirty = 0;     // returned holding bytes: closed, never reused
-    uint64_t size_reductions = 0;  // times the kernel made us ask for less
-    uint64_t create_failures = 0;  // pipe2() failed (fd or pipe budget exhausted)
+    uint64_t closed_dirty = 0;    // returned holding bytes: closed, never reused
+    uint64_t size_reductions = 0; // times the kernel made us ask for less
+    uint64_t create_failures = 0; // pipe2() failed (fd or pipe budget exhausted)
 };
 
 // Not thread-safe: one pool per shard, used only by that shard's thread.

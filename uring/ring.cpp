@@ -18,7 +18,9 @@ struct Ring::State {
     std::deque<__kernel_timespec> timespecs;
 };
 
-bool Completion::more() const { return (flags & IORING_CQE_F_MORE) != 0; }
+bool Completion::more() const {
+    return (flags & IORING_CQE_F_MORE) != 0;
+}
 
 std::string RingFeatures::describe() const {
     std::string out = fmt::format("io_uring sq={} cq={}", sq_entries, cq_entries);
@@ -55,12 +57,12 @@ constexpr SetupAttempt kAttempts[] = {
 
 [[noreturn]] void throw_unavailable(int err) {
     if (err == ENOSYS || err == EPERM || err == EACCES) {
-        throw RingError(fmt::format(
-            "io_uring is unavailable ({}): it is disabled by the kernel "
-            "(sysctl kernel.io_uring_disabled) or blocked by a seccomp profile (e.g. "
-            "a container runtime's default); allow io_uring_setup/io_uring_enter/"
-            "io_uring_register or set kernel.io_uring_disabled=0",
-            std::strerror(err)));
+        throw RingError(
+            fmt::format("io_uring is unavailable ({}): it is disabled by the kernel "
+                        "(sysctl kernel.io_uring_disabled) or blocked by a seccomp profile (e.g. "
+                        "a container runtime's default); allow io_uring_setup/io_uring_enter/"
+                        "io_uring_register or set kernel.io_uring_disabled=0",
+                        std::strerror(err)));
     }
     if (err == ENOMEM)
         throw RingError("io_uring setup failed: out of memory (locked-memory limit? "
@@ -101,7 +103,9 @@ Ring::Ring(unsigned entries) : state_(std::make_unique<State>()) {
     batch_.reserve(features_.cq_entries);
 }
 
-Ring::~Ring() { io_uring_queue_exit(&state_->ring); }
+Ring::~Ring() {
+    io_uring_queue_exit(&state_->ring);
+}
 
 io_uring_sqe* Ring::next_sqe() {
     io_uring_sqe* sqe = io_uring_get_sqe(&state_->ring);

@@ -10,9 +10,9 @@
 #include <sys/socket.h>
 
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <cstddef>
-#include <cerrno>
 
 namespace uringfwd::test {
 namespace {

@@ -36,5 +36,4 @@ TEST_P(IoUringUnavailable, ExplainsAndExitsNonZero) {
     EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
 }
 
-INSTANTIATE_TEST_SUITE_P(Errors, IoUringUnavailable, ::testing::Values(EPERM, ENOSYS),
-                         errno_name);
+INSTANTIATE_TEST_SUITE_P(Errors, IoUringUnavailable, ::testing::Values(EPERM, ENOSYS), errno_name);

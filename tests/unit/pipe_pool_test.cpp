@@ -10,7 +10,9 @@ using uringfwd::pipes::Pipe;
 using uringfwd::pipes::PipePool;
 
 namespace {
-bool fd_open(int fd) { return ::fcntl(fd, F_GETFD) != -1; }
+bool fd_open(int fd) {
+    return ::fcntl(fd, F_GETFD) != -1;
+}
 } // namespace
 
 TEST(PipePool, LeasesUpToTheBoundThenSaysNo) {

@@ -7,23 +7,23 @@
 namespace uringfwd {
 
 struct EngineStats {
-    uint64_t accepted = 0;           // client connections accepted
-    uint64_t active = 0;             // connections open now
-    uint64_t upstream_failures = 0;  // refused, unreachable or timed out
-    uint64_t bytes_to_upstream = 0;  // client -> upstream
-    uint64_t bytes_to_client = 0;    // upstream -> client
-    uint64_t splices = 0;            // splice operations completed
-    uint64_t short_splices = 0;      // pipe->socket splices that moved less than the pipe held
-    uint64_t eagains = 0;            // splices that returned -EAGAIN
-    uint64_t enters = 0;             // io_uring_enter calls that waited for completions
-    uint64_t completions = 0;        // CQEs reaped
+    uint64_t accepted = 0;          // client connections accepted
+    uint64_t active = 0;            // connections open now
+    uint64_t upstream_failures = 0; // refused, unreachable or timed out
+    uint64_t bytes_to_upstream = 0; // client -> upstream
+    uint64_t bytes_to_client = 0;   // upstream -> client
+    uint64_t splices = 0;           // splice operations completed
+    uint64_t short_splices = 0;     // pipe->socket splices that moved less than the pipe held
+    uint64_t eagains = 0;           // splices that returned -EAGAIN
+    uint64_t enters = 0;            // io_uring_enter calls that waited for completions
+    uint64_t completions = 0;       // CQEs reaped
     uint64_t pipes_created = 0;
     uint64_t pipes_leased = 0;       // leased now
     uint64_t pipes_closed_dirty = 0; // closed because they still held bytes
     uint64_t pipe_size_reductions = 0;
-    uint64_t pipe_waits = 0;         // times a direction had to wait for a pipe
-    uint64_t accept_backoffs = 0;    // accept paused for lack of file descriptors
-    uint64_t iowq_threads = 0;       // io-wq kernel workers serving the shard(s) now
+    uint64_t pipe_waits = 0;      // times a direction had to wait for a pipe
+    uint64_t accept_backoffs = 0; // accept paused for lack of file descriptors
+    uint64_t iowq_threads = 0;    // io-wq kernel workers serving the shard(s) now
 
     EngineStats& operator+=(const EngineStats& other);
 
