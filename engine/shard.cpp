@@ -651,8 +651,7 @@ void Shard::on_pair_half(uint32_t slot, Connection& conn, int d, Op op, int resu
     if (conn.phase == Phase::Closing)
         return;
     Next next = after_pair({dir.pair_in, dir.pair_out, dir.pipe->bytes(), dir.pipe->capacity()});
-    follow(slot, conn, d, next,
-           dir.pair_out < 0 && dir.pair_out != -EAGAIN ? dir.pair_out : dir.pair_in);
+    follow(slot, conn, d, next, dir.pair_in, dir.pair_out);
 }
 
 void Shard::on_writable(uint32_t slot, Connection& conn, int d, int result) {
@@ -677,10 +676,11 @@ void Shard::on_drained(uint32_t slot, Connection& conn, int d, int result) {
     count_bytes(d, result);
     if (conn.phase == Phase::Closing)
         return;
-    follow(slot, conn, d, after_drain(result, dir.pipe->bytes()), result);
+    follow(slot, conn, d, after_drain(result, dir.pipe->bytes()), /*read_result=*/0, result);
 }
 
-void Shard::follow(uint32_t slot, Connection& conn, int d, Next next, int failed_result) {
+void Shard::follow(uint32_t slot, Connection& conn, int d, Next next, int read_result,
+                   int write_result) {
     Direction& dir = conn.dirs[d];
     const char* side = d == Connection::kToUpstream ? "client" : "upstream";
     const char* other = d == Connection::kToUpstream ? "upstream" : "client";
@@ -712,10 +712,10 @@ void Shard::follow(uint32_t slot, Connection& conn, int d, Next next, int failed
         }
         break;
     case Next::SourceFailed:
-        abort(slot, conn, fmt::format("reading {}: {}", side, errno_text(failed_result)));
+        abort(slot, conn, fmt::format("reading {}: {}", side, errno_text(read_result)));
         break;
     case Next::DestFailed:
-        abort(slot, conn, fmt::format("writing {}: {}", other, errno_text(failed_result)));
+        abort(slot, conn, fmt::format("writing {}: {}", other, errno_text(write_result)));
         break;
     }
 }

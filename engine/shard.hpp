@@ -129,7 +129,9 @@ private:
     void on_pair_half(uint32_t slot, Connection& conn, int d, Op op, int result);
     void on_writable(uint32_t slot, Connection& conn, int d, int result);
     void on_drained(uint32_t slot, Connection& conn, int d, int result);
-    void follow(uint32_t slot, Connection& conn, int d, Next next, int failed_result);
+    // Carries out `next`; the splice results name the error when it is a failure.
+    void follow(uint32_t slot, Connection& conn, int d, Next next, int read_result,
+                int write_result);
     void release_pipe(Direction& dir, bool verify);
     void resume_pipe_waiters();
     void count_bytes(int d, int moved);
