@@ -2,6 +2,7 @@
 // directions that move bytes between them.
 #pragma once
 
+#include "direction_logic.hpp"
 #include "pipes/pipe.hpp"
 #include "uring/unique_fd.hpp"
 
@@ -19,7 +20,15 @@ enum class DirState : uint8_t {
     Splicing,    // socket->pipe->socket pair in flight
     PollingOut,  // bytes in the pipe, destination full: POLLOUT armed
     Draining,    // pipe->socket splice in flight
+    Copying,     // copy path: receives and sends in flight or queued (see Direction)
     Done,        // source ended, everything delivered, destination's write side shut
+};
+
+// Bytes received into a provided buffer and not yet all sent.
+struct CopyChunk {
+    uint16_t buffer = 0;
+    uint32_t length = 0;
+    uint32_t sent = 0;
 };
 
 struct Direction {
@@ -31,6 +40,22 @@ struct Direction {
     int pair_out = 0;
     uint8_t pair_pending = 0;
     bool watching = false; // a multishot error watch is armed on src
+
+    // Copy path. At most two chunks: one being sent while the next is received, so a
+    // direction never holds more than two buffers and order is kept by construction
+    // (one receive and one send in flight at most, chunks sent first in, first out).
+    static constexpr uint8_t kMaxChunks = 2;
+    Path path = Path::Splice;
+    CopyChunk chunks[kMaxChunks];
+    uint8_t chunk_count = 0;
+    uint8_t full_in_a_row = 0;   // full buffers received in a row (Auto's bulk signal)
+    bool receiving = false;      // a receive is in flight
+    bool sending = false;        // a send of chunks[0] is in flight
+    bool source_ended = false;   // a receive returned 0 (FIN)
+    bool to_splice = false;      // move to the splice path once the chunks are sent
+    bool waiting_buffer = false; // the buffer group was empty: queued for one
+
+    bool copy_idle() const { return chunk_count == 0 && !sending && !receiving; }
 };
 
 enum class Phase : uint8_t { Connecting, Forwarding, Closing };
@@ -52,6 +77,14 @@ struct Connection {
         return dirs[0].state == DirState::Done && dirs[1].state == DirState::Done;
     }
 };
+
+// The peers a direction reads from and writes to, for log lines.
+inline const char* source_name(int d) {
+    return d == Connection::kToUpstream ? "client" : "upstream";
+}
+inline const char* destination_name(int d) {
+    return d == Connection::kToUpstream ? "upstream" : "client";
+}
 
 // Slots for connections, reused through a free list. Connections never move, so a
 // slot index in a completion's user_data stays valid for the connection's lifetime.

@@ -68,4 +68,23 @@ Next after_drain(int out, std::size_t left_in_pipe) {
     return Next::WaitReadable;
 }
 
+Path first_path(DataPath mode) {
+    return mode == DataPath::Splice ? Path::Splice : Path::Copy;
+}
+
+bool copy_turns_bulk(DataPath mode, int received, std::size_t buffer_size,
+                     uint8_t& full_in_a_row) {
+    if (received > 0 && static_cast<std::size_t>(received) >= buffer_size) {
+        if (full_in_a_row < kFullBuffersForBulk)
+            ++full_in_a_row;
+    } else {
+        full_in_a_row = 0;
+    }
+    return mode == DataPath::Auto && full_in_a_row >= kFullBuffersForBulk;
+}
+
+bool splice_turns_small(DataPath mode, int in, std::size_t capacity) {
+    return mode == DataPath::Auto && in > 0 && static_cast<std::size_t>(in) < bulk_threshold(capacity);
+}
+
 } // namespace uringfwd::engine

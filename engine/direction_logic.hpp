@@ -2,7 +2,10 @@
 // socket), as pure functions of splice results, so they can be tested without a kernel.
 #pragma once
 
+#include "uringfwd/config.hpp"
+
 #include <cstddef>
+#include <cstdint>
 
 namespace uringfwd::engine {
 
@@ -35,5 +38,27 @@ std::size_t bulk_threshold(std::size_t capacity);
 
 // A pipe->socket splice that drained bytes left over from a pair.
 Next after_drain(int out, std::size_t left_in_pipe);
+
+// ---- choosing between splice and copy, per direction (DataPath::Auto)
+
+enum class Path : uint8_t { Splice, Copy };
+
+// The path a direction starts on: Auto starts copying, since a connection's first
+// bytes are most often a small request.
+Path first_path(DataPath mode);
+
+// Full buffers in a row that mark a direction as bulk.
+constexpr uint8_t kFullBuffersForBulk = 2;
+
+// After a copy receive of `received` bytes into a buffer of `buffer_size`: updates the
+// count of full buffers in a row and says whether the direction should move to
+// splice. A full buffer means the socket most likely holds more.
+bool copy_turns_bulk(DataPath mode, int received, std::size_t buffer_size,
+                     uint8_t& full_in_a_row);
+
+// After a splice pair that read `in` bytes and left the direction waiting for data:
+// whether it should go back to copying. Only a small read does (a request or a reply);
+// -EAGAIN (in < 0) says nothing about the traffic's size.
+bool splice_turns_small(DataPath mode, int in, std::size_t capacity);
 
 } // namespace uringfwd::engine

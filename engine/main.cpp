@@ -104,6 +104,7 @@ int main(int argc, char** argv) {
     std::string nodes_text;
     bool no_steering = false;
     std::string iowq_text = "cpu";
+    std::string data_path_text = "auto";
 
     app.add_option("-l,--listen", listen_text,
                    "address to accept clients on: 127.0.0.1:9000, [::1]:9000, unix:/path")
@@ -138,6 +139,12 @@ int main(int argc, char** argv) {
     app.add_option("--iowq-max-workers", config.iowq_max_workers,
                    "most io-wq kernel threads per shard (default: max-pipes + 4)")
         ->check(CLI::Range(1u, 1u << 16));
+    app.add_option("--data-path", data_path_text,
+                   "how bytes move: splice (zero-copy, via io-wq kernel threads), copy "
+                   "(receive + send, inline) or auto (per direction: copy small messages, "
+                   "splice bulk)")
+        ->check(CLI::IsMember({"splice", "copy", "auto"}))
+        ->capture_default_str();
     app.add_option("--drain-timeout", drain_timeout_ms,
                    "on SIGTERM/SIGINT, let open connections finish this long (ms, or 30s); a "
                    "second signal resets them at once")
@@ -164,6 +171,7 @@ int main(int argc, char** argv) {
     config.worker_placement = iowq_text == "node"
                                   ? uringfwd::EngineConfig::WorkerPlacement::ShardNode
                                   : uringfwd::EngineConfig::WorkerPlacement::ShardCpu;
+    config.data_path = *uringfwd::parse_data_path(data_path_text); // checked above
     auto level = uringfwd::parse_log_level(log_level_text);
     if (!level)
         fail(fmt::format("--log-level: \"{}\" is not one of error, warn, info, debug",

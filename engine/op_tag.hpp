@@ -23,6 +23,8 @@ enum class Op : uint8_t {
     SpliceIn,   // socket -> pipe
     SpliceOut,  // pipe -> socket, hard-linked after SpliceIn
     Drain,      // pipe -> socket for bytes left over
+    Recv,       // copy path: receive into a provided buffer
+    Send,       // copy path: send a received chunk
     ErrorWatch, // poll for POLLERR/POLLHUP on the source of a finished direction
     Cancel,
 };

@@ -1,6 +1,7 @@
 #include "shard.hpp"
 
 #include "cpu_affinity.hpp"
+#include "shard_counter.hpp"
 #include "sockets.hpp"
 
 #include <fcntl.h>
@@ -17,21 +18,6 @@
 namespace uringfwd::engine {
 
 namespace {
-
-// Single writer: a relaxed load and store is enough and avoids a locked instruction.
-void bump(std::atomic<uint64_t>& counter, uint64_t n = 1) {
-    counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-}
-void drop(std::atomic<uint64_t>& counter) {
-    counter.store(counter.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
-}
-void set(std::atomic<uint64_t>& counter, uint64_t value) {
-    counter.store(value, std::memory_order_relaxed);
-}
-
-std::string errno_text(int negative_result) {
-    return std::strerror(-negative_result);
-}
 
 std::string suppressed_note(uint64_t suppressed) {
     return suppressed == 0 ? std::string()
@@ -55,6 +41,9 @@ constexpr int kListenBacklog = 4096;
 // honour only the flag (kernel-notes.md §2.1). None of them can park an io-wq thread.
 constexpr unsigned kSpliceFlags = SPLICE_F_NONBLOCK;
 
+// The shard's one provided-buffer group (buffer groups are per ring).
+constexpr uint16_t kCopyBufferGroup = 0;
+
 } // namespace
 
 void ShardCounters::add_to(EngineStats& t) const {
@@ -75,6 +64,12 @@ void ShardCounters::add_to(EngineStats& t) const {
     t.pipe_size_reductions += get(pipe_size_reductions);
     t.pipe_waits += get(pipe_waits);
     t.accept_backoffs += get(accept_backoffs);
+    t.copy_receives += get(copy_receives);
+    t.copy_sends += get(copy_sends);
+    t.buffers_out += get(buffers_out);
+    t.buffer_waits += get(buffer_waits);
+    t.switches_to_splice += get(switches_to_splice);
+    t.switches_to_copy += get(switches_to_copy);
 }
 
 Shard::Shard(ShardSetup setup, Logger logger)
@@ -139,6 +134,18 @@ void Shard::setup() {
     ring_->set_worker_limits(0, workers);
 
     pool_ = std::make_unique<pipes::PipePool>(config_.max_pipes, config_.pipe_size);
+    data_path_ = config_.data_path;
+    if (data_path_ != DataPath::Splice) {
+        try {
+            buffers_ = std::make_unique<uring::ProvidedBuffers>(
+                *ring_, kCopyBufferGroup, config_.copy_buffers, config_.copy_buffer_size);
+        } catch (const uring::RingError& e) {
+            if (data_path_ == DataPath::Copy)
+                throw std::runtime_error(fmt::format("data path copy: {}", e.what()));
+            log_.warn("{}: forwarding with splice only", e.what());
+            data_path_ = DataPath::Splice;
+        }
+    }
     if (setup_.shared_listener >= 0) {
         listener_.reset(::fcntl(setup_.shared_listener, F_DUPFD_CLOEXEC, 0));
         if (!listener_)
@@ -163,12 +170,20 @@ void Shard::setup() {
             steering = "incoming cpu + bpf";
     }
     // Probe the pipe size now, so the start-up line tells the truth and any budget
-    // refusal shows up at once rather than on the first connection.
-    if (auto pipe = pool_->lease())
-        pool_->give_back(std::move(*pipe));
-    description_ =
-        fmt::format("cpu {}, pipes {} bytes (at most {}), steering {}, {}", setup_.cpu,
-                    pool_->pipe_size(), pool_->max_pipes(), steering, ring_->features().describe());
+    // refusal shows up at once rather than on the first connection. The copy path
+    // needs no pipe at all.
+    if (data_path_ != DataPath::Copy) {
+        if (auto pipe = pool_->lease())
+            pool_->give_back(std::move(*pipe));
+    }
+    std::string copy_buffers =
+        buffers_ ? fmt::format(", {} copy buffers of {} bytes", buffers_->count(),
+                               buffers_->buffer_size())
+                 : std::string();
+    description_ = fmt::format("cpu {}, data path {}, pipes {} bytes (at most {}){}, steering {}, {}",
+                               setup_.cpu, to_string(data_path_), pool_->pipe_size(),
+                               pool_->max_pipes(), copy_buffers, steering,
+                               ring_->features().describe());
     log_pool_notices();
 }
 
@@ -186,6 +201,7 @@ void Shard::serve() {
         for (const uring::Completion& c : ring_->submit_and_wait(wait_for))
             dispatch(c);
         resume_pipe_waiters();
+        resume_buffer_waiters();
         finish_when_idle();
         log_pool_notices();
         publish_counters();
@@ -206,6 +222,8 @@ void Shard::publish_counters() {
     set(counters_.pipes_leased, p.leased_now);
     set(counters_.pipes_closed_dirty, p.closed_dirty);
     set(counters_.pipe_size_reductions, p.size_reductions);
+    if (buffers_)
+        set(counters_.buffers_out, buffers_->out());
 }
 
 void Shard::log_pool_notices() {
@@ -460,6 +478,12 @@ void Shard::on_connection_op(const OpTag& t, const uring::Completion& c) {
     case Op::Drain:
         on_drained(t.slot, conn, d, c.result);
         break;
+    case Op::Recv:
+        on_received(t.slot, conn, d, c);
+        break;
+    case Op::Send:
+        on_sent(t.slot, conn, d, c.result);
+        break;
     case Op::ErrorWatch:
         on_error_watch(t.slot, conn, d, c.result, c.more());
         break;
@@ -485,8 +509,8 @@ void Shard::on_connected(uint32_t slot, Connection& conn, int result) {
         return;
     }
     conn.phase = Phase::Forwarding;
-    start_reading(slot, conn, Connection::kToUpstream);
-    start_reading(slot, conn, Connection::kToClient);
+    start_direction(slot, conn, Connection::kToUpstream);
+    start_direction(slot, conn, Connection::kToClient);
 }
 
 void Shard::abort(uint32_t slot, Connection& conn, const std::string& reason) {
@@ -524,8 +548,7 @@ void Shard::on_error_watch(uint32_t slot, Connection& conn, int d, int result, b
     // are no reason to.
     if (result & POLLERR)
         abort(slot, conn,
-              fmt::format("{} was reset while nobody read from it",
-                          d == Connection::kToUpstream ? "client" : "upstream"));
+              fmt::format("{} was reset while nobody read from it", source_name(d)));
 }
 
 void Shard::watch_source(uint32_t slot, Connection& conn, int d) {
@@ -558,8 +581,10 @@ void Shard::settle(uint32_t slot, Connection& conn) {
 }
 
 void Shard::finalize(uint32_t slot, Connection& conn) {
-    for (Direction& dir : conn.dirs)
+    for (Direction& dir : conn.dirs) {
         release_pipe(dir, /*verify=*/conn.reset_on_close);
+        give_back_chunks(dir);
+    }
     if (conn.reset_on_close) {
         for (const uring::UniqueFd* fd : {&conn.client, &conn.upstream})
             if (fd->valid())
@@ -682,18 +707,27 @@ void Shard::on_drained(uint32_t slot, Connection& conn, int d, int result) {
 void Shard::follow(uint32_t slot, Connection& conn, int d, Next next, int read_result,
                    int write_result) {
     Direction& dir = conn.dirs[d];
-    const char* side = d == Connection::kToUpstream ? "client" : "upstream";
-    const char* other = d == Connection::kToUpstream ? "upstream" : "client";
     switch (next) {
     case Next::SpliceAgain:
         start_pair(slot, conn, d);
         break;
-    case Next::WaitReadable:
+    case Next::WaitReadable: {
+        bool small = splice_turns_small(data_path_, read_result, dir.pipe->capacity());
         // An idle direction holds no pipe: 10 000 idle connections cost no pipe memory.
         release_pipe(dir, false);
+        if (small) {
+            // A request or reply: the next one is most likely small too, and copying it
+            // saves the io-wq hop. The watch stays: it is harmless while receiving.
+            bump(counters_.switches_to_copy);
+            dir.path = Path::Copy;
+            dir.full_in_a_row = 0;
+            pump_copy(slot, conn, d);
+            break;
+        }
         unwatch_source(slot, conn, d); // the POLLIN poll reports errors too
         start_reading(slot, conn, d);
         break;
+    }
     case Next::WaitWritable:
         watch_source(slot, conn, d);
         dir.state = DirState::PollingOut;
@@ -702,22 +736,26 @@ void Shard::follow(uint32_t slot, Connection& conn, int d, Next next, int read_r
         break;
     case Next::SourceEnded:
         release_pipe(dir, false);
-        // Half-close: pass the FIN on; the other direction keeps flowing.
-        ::shutdown(dir.dst, SHUT_WR);
-        dir.state = DirState::Done;
-        if (conn.both_done()) {
-            close_connection(slot, conn, /*reset=*/false); // clean end: FIN both ways
-        } else {
-            watch_source(slot, conn, d);
-        }
+        end_direction(slot, conn, d);
         break;
     case Next::SourceFailed:
-        abort(slot, conn, fmt::format("reading {}: {}", side, errno_text(read_result)));
+        abort(slot, conn, fmt::format("reading {}: {}", source_name(d), errno_text(read_result)));
         break;
     case Next::DestFailed:
-        abort(slot, conn, fmt::format("writing {}: {}", other, errno_text(write_result)));
+        abort(slot, conn, fmt::format("writing {}: {}", destination_name(d), errno_text(write_result)));
         break;
     }
+}
+
+void Shard::end_direction(uint32_t slot, Connection& conn, int d) {
+    Direction& dir = conn.dirs[d];
+    // Half-close: pass the FIN on; the other direction keeps flowing.
+    ::shutdown(dir.dst, SHUT_WR);
+    dir.state = DirState::Done;
+    if (conn.both_done())
+        close_connection(slot, conn, /*reset=*/false); // clean end: FIN both ways
+    else
+        watch_source(slot, conn, d);
 }
 
 void Shard::release_pipe(Direction& dir, bool verify) {
@@ -730,7 +768,7 @@ void Shard::release_pipe(Direction& dir, bool verify) {
 
 void Shard::resume_pipe_waiters() {
     while (!pipe_waiters_.empty()) {
-        PipeWaiter w = pipe_waiters_.front();
+        WaitingDirection w = pipe_waiters_.front();
         Connection* conn = table_.find(w.slot, w.generation);
         if (conn == nullptr || conn->phase != Phase::Forwarding ||
             conn->dirs[w.direction].state != DirState::WaitingPipe) {

@@ -10,6 +10,7 @@
 #include "op_tag.hpp"
 #include "pipes/pipe_pool.hpp"
 #include "socket_address.hpp"
+#include "uring/provided_buffers.hpp"
 #include "uring/ring.hpp"
 #include "uring/unique_fd.hpp"
 #include "uringfwd/config.hpp"
@@ -45,6 +46,12 @@ struct ShardCounters {
     std::atomic<uint64_t> pipe_size_reductions{0};
     std::atomic<uint64_t> pipe_waits{0};
     std::atomic<uint64_t> accept_backoffs{0};
+    std::atomic<uint64_t> copy_receives{0};
+    std::atomic<uint64_t> copy_sends{0};
+    std::atomic<uint64_t> buffers_out{0};
+    std::atomic<uint64_t> buffer_waits{0};
+    std::atomic<uint64_t> switches_to_splice{0};
+    std::atomic<uint64_t> switches_to_copy{0};
     std::atomic<int> thread_id{0}; // the shard thread's tid: its io-wq workers are "iou-wrk-<tid>"
 
     void add_to(EngineStats& total) const;
@@ -132,6 +139,18 @@ private:
     // Carries out `next`; the splice results name the error when it is a failure.
     void follow(uint32_t slot, Connection& conn, int d, Next next, int read_result,
                 int write_result);
+    // The end of a direction whose source sent FIN and whose bytes are all delivered.
+    void end_direction(uint32_t slot, Connection& conn, int d);
+
+    // Copy path
+    void start_direction(uint32_t slot, Connection& conn, int d);
+    void pump_copy(uint32_t slot, Connection& conn, int d);
+    void send_first_chunk(uint32_t slot, Connection& conn, int d);
+    void on_received(uint32_t slot, Connection& conn, int d, const uring::Completion& c);
+    void on_sent(uint32_t slot, Connection& conn, int d, int result);
+    void give_back_chunks(Direction& dir);
+    void resume_buffer_waiters();
+
     void release_pipe(Direction& dir, bool verify);
     void resume_pipe_waiters();
     void count_bytes(int d, int moved);
@@ -145,6 +164,10 @@ private:
     uring::UniqueFd wake_fd_;
     std::unique_ptr<uring::Ring> ring_;
     std::unique_ptr<pipes::PipePool> pool_;
+    // Copy path buffers (null when the data path is splice, or the kernel refused them
+    // under Auto). Declared after ring_: unregistered before the ring goes.
+    std::unique_ptr<uring::ProvidedBuffers> buffers_;
+    DataPath data_path_ = DataPath::Auto; // what the shard really does
     uring::UniqueFd listener_;
     SocketAddress bound_;
     bool upstream_is_tcp_ = false;
@@ -152,12 +175,13 @@ private:
     std::string description_;
 
     ConnectionTable table_;
-    struct PipeWaiter {
+    struct WaitingDirection {
         uint32_t slot;
         uint32_t generation;
         int direction;
     };
-    std::deque<PipeWaiter> pipe_waiters_;
+    std::deque<WaitingDirection> pipe_waiters_;
+    std::deque<WaitingDirection> buffer_waiters_; // copy directions that found no buffer
 
     unsigned shard_ops_in_flight_ = 0;
     unsigned splices_in_flight_ = 0; // submitted, completion not yet seen

@@ -21,6 +21,12 @@ EngineStats& EngineStats::operator+=(const EngineStats& o) {
     pipe_size_reductions += o.pipe_size_reductions;
     pipe_waits += o.pipe_waits;
     accept_backoffs += o.accept_backoffs;
+    copy_receives += o.copy_receives;
+    copy_sends += o.copy_sends;
+    buffers_out += o.buffers_out;
+    buffer_waits += o.buffer_waits;
+    switches_to_splice += o.switches_to_splice;
+    switches_to_copy += o.switches_to_copy;
     iowq_threads += o.iowq_threads;
     return *this;
 }
@@ -30,10 +36,13 @@ std::string EngineStats::to_line() const {
         "accepted={} active={} upstream_failures={} bytes_to_upstream={} bytes_to_client={} "
         "splices={} short_splices={} eagains={} enters={} cqes_per_enter={:.2f} "
         "pipes_created={} pipes_leased={} pipes_closed_dirty={} pipe_size_reductions={} "
-        "pipe_waits={} accept_backoffs={} iowq_threads={}",
+        "pipe_waits={} accept_backoffs={} copy_receives={} copy_sends={} buffers_out={} "
+        "buffer_waits={} switches_to_splice={} switches_to_copy={} iowq_threads={}",
         accepted, active, upstream_failures, bytes_to_upstream, bytes_to_client, splices,
         short_splices, eagains, enters, completions_per_enter(), pipes_created, pipes_leased,
-        pipes_closed_dirty, pipe_size_reductions, pipe_waits, accept_backoffs, iowq_threads);
+        pipes_closed_dirty, pipe_size_reductions, pipe_waits, accept_backoffs, copy_receives,
+        copy_sends, buffers_out, buffer_waits, switches_to_splice, switches_to_copy,
+        iowq_threads);
 }
 
 } // namespace uringfwd

@@ -1,25 +1,24 @@
 #include "uring/ring.hpp"
 
+#include "uring/ring_state.hpp"
+
 #include <fmt/format.h>
 #include <liburing.h>
 #include <sched.h>
 
 #include <cerrno>
 #include <cstring>
-#include <deque>
 
 namespace uringfwd::uring {
 
-struct Ring::State {
-    io_uring ring{};
-    // IORING_OP_TIMEOUT and LINK_TIMEOUT read their timespec when the SQE is submitted,
-    // not when it is prepared, so each one lives here until the next submit.
-    // A deque never moves its elements on push_back.
-    std::deque<__kernel_timespec> timespecs;
-};
-
 bool Completion::more() const {
     return (flags & IORING_CQE_F_MORE) != 0;
+}
+
+std::optional<uint16_t> Completion::buffer() const {
+    if ((flags & IORING_CQE_F_BUFFER) == 0)
+        return std::nullopt;
+    return static_cast<uint16_t>(flags >> IORING_CQE_BUFFER_SHIFT);
 }
 
 std::string RingFeatures::describe() const {
@@ -153,6 +152,21 @@ void Ring::splice(int fd_in, int fd_out, unsigned len, unsigned splice_flags, ui
     io_uring_prep_splice(sqe, fd_in, -1, fd_out, -1, len, splice_flags);
     io_uring_sqe_set_data64(sqe, user_data);
     apply_link(sqe, link);
+}
+
+void Ring::recv_provided(int fd, uint16_t group, uint64_t user_data) {
+    io_uring_sqe* sqe = next_sqe();
+    // Length 0: the picked buffer's own size.
+    io_uring_prep_recv(sqe, fd, nullptr, 0, 0);
+    sqe->flags |= IOSQE_BUFFER_SELECT;
+    sqe->buf_group = group;
+    io_uring_sqe_set_data64(sqe, user_data);
+}
+
+void Ring::send(int fd, const void* data, std::size_t len, int msg_flags, uint64_t user_data) {
+    io_uring_sqe* sqe = next_sqe();
+    io_uring_prep_send(sqe, fd, data, len, msg_flags);
+    io_uring_sqe_set_data64(sqe, user_data);
 }
 
 void Ring::accept_multishot(int listen_fd, uint64_t user_data) {

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -31,6 +32,8 @@ struct Completion {
 
     // Another completion will follow for this multishot request.
     bool more() const;
+    // The provided buffer the kernel filled, for a receive with buffer selection.
+    std::optional<uint16_t> buffer() const;
 };
 
 // How a prepared operation relates to the one prepared right after it.
@@ -84,6 +87,17 @@ public:
     void splice(int fd_in, int fd_out, unsigned len, unsigned splice_flags, uint64_t user_data,
                 Link link = Link::None);
 
+    // One receive into a buffer the kernel picks from provided-buffer group `group`
+    // when data arrives (see ProvidedBuffers): waiting holds no memory. Runs inline:
+    // with no data queued, io_uring arms its internal poll instead of an io-wq worker
+    // (kernel-notes.md §8). The completion's buffer() names the buffer; -ENOBUFS when
+    // the group was empty, and the data is then still in the socket.
+    void recv_provided(int fd, uint16_t group, uint64_t user_data);
+
+    // send(2) of data[0, len), which must stay valid until the completion. Inline like
+    // recv_provided; may complete short.
+    void send(int fd, const void* data, std::size_t len, int msg_flags, uint64_t user_data);
+
     // Multishot accept; new sockets come back non-blocking and close-on-exec.
     void accept_multishot(int listen_fd, uint64_t user_data);
 
@@ -119,9 +133,10 @@ public:
     const RingCounters& counters() const { return counters_; }
 
 private:
+    friend class ProvidedBuffers; // registers its ring on ours
     io_uring_sqe* next_sqe();
-
     struct State; // the io_uring and what the kernel reads at submission
+    State& state() { return *state_; }
     std::unique_ptr<State> state_;
     RingFeatures features_;
     RingCounters counters_;

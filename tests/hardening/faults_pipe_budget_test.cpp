@@ -61,7 +61,10 @@ protected:
                                          "--upstream",
                                          upstream.to_string(),
                                          "--shards",
-                                         "1"};
+                                         "1",
+                                         // What is tested here is the pipe budget.
+                                         "--data-path",
+                                         "splice"};
         args.insert(args.end(), extra.begin(), extra.end());
         return std::make_unique<BinaryProcess>(setpriv_, std::move(args));
     }

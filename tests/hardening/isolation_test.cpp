@@ -1,7 +1,8 @@
 // Isolation proof: with one pipe per shard, hundreds of connections take turns on the
 // same pipe, and a third of them die (RST) while that pipe still holds their bytes. The
 // engine must close such a dirty pipe rather than reuse it: every connection that
-// completes receives exactly its own stream back, checked word by word.
+// completes receives exactly its own stream back, checked word by word. The same with
+// the copy path's buffers, two per shard.
 #include "tests/hardening/stamped_stream.hpp"
 #include "tests/support/echo_server.hpp"
 #include "tests/support/proxy_under_test.hpp"
@@ -89,14 +90,17 @@ Outcome run_connection(const Endpoint& proxy, uint32_t id, bool abort) {
             fmt::format("connection {}: timed out after {} bytes back", id, verifier.received())};
 }
 
-TEST(Isolation, OnePipeSharedByManyConnectionsSomeAborted) {
-    EchoServer upstream;
-    ProxyOptions options;
-    options.max_pipes = 1; // per shard: every connection on a shard shares it
-    ProxyUnderTest proxy{upstream.endpoint(), options};
-
-    std::mutex mu;
+struct LanesResult {
     std::vector<std::string> failures;
+    int completed = 0;
+    int aborted = 0;
+    EngineStats stats;
+};
+
+// kLanes threads, each running kPerLane connections one after another through `proxy`.
+LanesResult run_lanes(ProxyUnderTest& proxy) {
+    std::mutex mu;
+    LanesResult r;
     std::atomic<int> completed{0};
     std::atomic<int> aborted{0};
     {
@@ -109,7 +113,7 @@ TEST(Isolation, OnePipeSharedByManyConnectionsSomeAborted) {
                     const Outcome o = run_connection(proxy.endpoint(), id, abort);
                     if (!o.ok) {
                         std::lock_guard lock(mu);
-                        failures.push_back(o.error);
+                        r.failures.push_back(o.error);
                     } else {
                         ++(abort ? aborted : completed);
                     }
@@ -117,17 +121,41 @@ TEST(Isolation, OnePipeSharedByManyConnectionsSomeAborted) {
             });
         }
     }
-    const EngineStats s = proxy.stats();
-    std::printf("completed=%d aborted=%d pipes_created=%llu pipes_closed_dirty=%llu "
-                "pipe_waits=%llu\n",
-                completed.load(), aborted.load(), static_cast<unsigned long long>(s.pipes_created),
-                static_cast<unsigned long long>(s.pipes_closed_dirty),
-                static_cast<unsigned long long>(s.pipe_waits));
-    EXPECT_TRUE(failures.empty()) << failures.size() << " failures, first: "
-                                  << (failures.empty() ? "" : failures.front());
-    EXPECT_EQ(completed.load() + aborted.load(), kLanes * kPerLane);
-    EXPECT_GT(s.pipes_closed_dirty, 0u) << "no pipe was ever closed dirty: the test did not "
-                                           "exercise what it claims to";
+    r.completed = completed.load();
+    r.aborted = aborted.load();
+    r.stats = proxy.stats();
+    std::printf("completed=%d aborted=%d %s\n", r.completed, r.aborted, r.stats.to_line().c_str());
+    EXPECT_TRUE(r.failures.empty()) << r.failures.size() << " failures, first: "
+                                    << (r.failures.empty() ? "" : r.failures.front());
+    EXPECT_EQ(r.completed + r.aborted, kLanes * kPerLane);
+    return r;
+}
+
+TEST(Isolation, OnePipeSharedByManyConnectionsSomeAborted) {
+    EchoServer upstream;
+    ProxyOptions options;
+    options.data_path = DataPath::Splice;
+    options.max_pipes = 1; // per shard: every connection on a shard shares it
+    ProxyUnderTest proxy{upstream.endpoint(), options};
+
+    const LanesResult r = run_lanes(proxy);
+    EXPECT_GT(r.stats.pipes_closed_dirty, 0u) << "no pipe was ever closed dirty: the test did "
+                                                 "not exercise what it claims to";
+}
+
+// The copy path's buffers are shared the same way: two per shard, taken in turn by
+// every connection, some of which die holding one.
+TEST(Isolation, TwoCopyBuffersSharedByManyConnectionsSomeAborted) {
+    EchoServer upstream;
+    ProxyOptions options;
+    options.data_path = DataPath::Copy;
+    options.copy_buffers = 2;
+    ProxyUnderTest proxy{upstream.endpoint(), options};
+
+    const LanesResult r = run_lanes(proxy);
+    EXPECT_EQ(r.stats.splices, 0u);
+    EXPECT_GT(r.stats.buffer_waits, 0u) << "no receive ever found the buffers taken: the test "
+                                           "did not exercise what it claims to";
 }
 
 } // namespace

@@ -97,6 +97,32 @@ TEST(Cli, PortInUseFails) {
         "in use");
 }
 
+TEST(Cli, UnknownDataPathFails) {
+    expect_one_line_error(run_to_exit({"--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1",
+                                       "--data-path", "zerocopy"}),
+                          "data-path");
+}
+
+// Each --data-path serves, and the start-up line says which one is in use.
+TEST(Cli, StartupLineNamesTheDataPath) {
+    for (const char* path : {"splice", "copy", "auto"}) {
+        ScriptedPeer sink{sink_plan()};
+        RunningBinary fwd =
+            start_binary("127.0.0.1:0", sink.endpoint(), {"--data-path", path});
+        UniqueFd client = connect_to(fwd.endpoint);
+        ExchangePlan plan;
+        plan.send_bytes = 100000;
+        plan.send_seed = 3;
+        EXPECT_TRUE(SentAll(exchange(client, plan, Deadline{10s}), 100000)) << path;
+        const auto theirs = sink.wait_result(Deadline{10s});
+        ASSERT_TRUE(theirs.has_value()) << path;
+        EXPECT_TRUE(ReceivedPayload(*theirs, 3, 100000)) << path;
+        EXPECT_NE(fwd.process->stderr_text().find(std::string("data path ") + path),
+                  std::string::npos)
+            << fwd.process->stderr_text();
+    }
+}
+
 TEST(Cli, VersionPrintsAndExitsZero) {
     BinaryProcess proc{uring_fwd_binary(), {"--version"}};
     const auto status = proc.wait_exit(Deadline{5s});

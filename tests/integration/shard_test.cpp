@@ -289,6 +289,12 @@ std::vector<std::string> differing_fields(const EngineStats& a, const EngineStat
     check("pipe_size_reductions", a.pipe_size_reductions, b.pipe_size_reductions);
     check("pipe_waits", a.pipe_waits, b.pipe_waits);
     check("accept_backoffs", a.accept_backoffs, b.accept_backoffs);
+    check("copy_receives", a.copy_receives, b.copy_receives);
+    check("copy_sends", a.copy_sends, b.copy_sends);
+    check("buffers_out", a.buffers_out, b.buffers_out);
+    check("buffer_waits", a.buffer_waits, b.buffer_waits);
+    check("switches_to_splice", a.switches_to_splice, b.switches_to_splice);
+    check("switches_to_copy", a.switches_to_copy, b.switches_to_copy);
     check("iowq_threads", a.iowq_threads, b.iowq_threads);
     return out;
 }

@@ -1,5 +1,7 @@
 #include "tests/support/binary_process.hpp"
 
+#include "tests/support/data_path_under_test.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -52,7 +54,7 @@ BinaryProcess::BinaryProcess(const std::string& path, std::vector<std::string> a
 
     std::vector<std::string> argv_storage;
     argv_storage.push_back(path);
-    for (auto& a : args) {
+    for (auto& a : with_data_path_under_test(path, std::move(args))) {
         argv_storage.push_back(std::move(a));
     }
     std::vector<char*> argv;

@@ -1,5 +1,6 @@
 #include "tests/support/proxy_under_test.hpp"
 
+#include "tests/support/data_path_under_test.hpp"
 #include "tests/support/watchdog.hpp"
 
 #include <fmt/core.h>
@@ -23,6 +24,12 @@ ProxyUnderTest::ProxyUnderTest(const Endpoint& upstream, ProxyOptions options) {
     config.max_pipes = options.max_pipes;
     config.pipe_size = options.pipe_size;
     config.log_level = options.log_level;
+    if (options.copy_buffers != 0)
+        config.copy_buffers = options.copy_buffers;
+    if (options.data_path)
+        config.data_path = *options.data_path;
+    else if (auto path = data_path_under_test())
+        config.data_path = *path;
     config.log_sink = [logs = logs_](LogLevel level, std::string_view line) {
         std::lock_guard lock(logs->mu);
         logs->lines.push_back(fmt::format("[{}] {}", to_string(level), line));

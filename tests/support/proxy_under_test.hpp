@@ -19,6 +19,9 @@ struct ProxyOptions {
     std::chrono::milliseconds connect_timeout{2000};
     std::size_t max_pipes = 128;
     std::size_t pipe_size = 0;
+    // Unset: the path under test (data_path_under_test.hpp), else the engine's default.
+    std::optional<DataPath> data_path;
+    unsigned copy_buffers = 0; // 0: the engine's default
     // Quiet by default; the captured lines are printed when a test fails.
     LogLevel log_level = LogLevel::Warn;
 };

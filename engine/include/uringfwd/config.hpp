@@ -6,9 +6,27 @@
 
 #include <chrono>
 #include <cstddef>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 namespace uringfwd {
+
+// How bytes move from one socket to the other.
+enum class DataPath {
+    // socket -> pipe -> socket with splice: no copy, but every splice runs on an io-wq
+    // kernel thread (kernel-notes.md §1), a hop that costs latency.
+    Splice,
+    // receive into a provided buffer, then send: two copies, but both run inline on
+    // the shard's thread with no io-wq hop.
+    Copy,
+    // Per direction: copy small or latency-bound traffic, splice bulk traffic. A
+    // direction starts copying; two full buffers in a row move it to splice, a splice
+    // that finds the source drained after a small read moves it back.
+    Auto,
+};
+std::string_view to_string(DataPath path);
+std::optional<DataPath> parse_data_path(std::string_view text); // "splice", "copy", "auto"
 
 struct EngineConfig {
     Endpoint listen;   // where clients connect
@@ -47,6 +65,12 @@ struct EngineConfig {
     // non-blocking, so a smaller cap only queues work, it cannot starve it; workers
     // confined to one CPU gain nothing from numbers but context switches.
     unsigned iowq_max_workers = 0;
+
+    DataPath data_path = DataPath::Auto;
+    // Copy path: buffers per shard (a power of two) and their size. A copying direction
+    // holds at most two (one being sent, one received meanwhile) and none while idle.
+    unsigned copy_buffers = 128;
+    std::size_t copy_buffer_size = 32 * 1024;
 
     // On stop(), connections still open after this long are reset.
     std::chrono::milliseconds drain_timeout{30000};

@@ -1,0 +1,24 @@
+#include "uringfwd/config.hpp"
+
+namespace uringfwd {
+
+std::string_view to_string(DataPath path) {
+    switch (path) {
+    case DataPath::Splice:
+        return "splice";
+    case DataPath::Copy:
+        return "copy";
+    case DataPath::Auto:
+        return "auto";
+    }
+    return "?";
+}
+
+std::optional<DataPath> parse_data_path(std::string_view text) {
+    for (DataPath p : {DataPath::Splice, DataPath::Copy, DataPath::Auto})
+        if (text == to_string(p))
+            return p;
+    return std::nullopt;
+}
+
+} // namespace uringfwd

@@ -1,0 +1,37 @@
+#include "tests/support/data_path_under_test.hpp"
+
+#include "tests/support/binary_process.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <stdexcept>
+
+namespace uringfwd::test {
+
+std::optional<DataPath> data_path_under_test() {
+    const char* text = std::getenv("URING_FWD_TEST_DATA_PATH");
+    if (text == nullptr || *text == '\0')
+        return std::nullopt;
+    std::optional<DataPath> path = parse_data_path(text);
+    if (!path)
+        throw std::invalid_argument(std::string("URING_FWD_TEST_DATA_PATH: not a data path: ") +
+                                    text);
+    return path;
+}
+
+std::vector<std::string> with_data_path_under_test(const std::string& program,
+                                                   std::vector<std::string> args) {
+    std::optional<DataPath> path = data_path_under_test();
+    if (!path)
+        return args;
+    auto has = [&](const char* word) { return std::find(args.begin(), args.end(), word) != args.end(); };
+    bool runs_engine = program == uring_fwd_binary() || has(uring_fwd_binary().c_str());
+    if (!runs_engine || has("--data-path") || has("--version") || has("--help"))
+        return args;
+    // Last on the line: for a wrapper, uring-fwd's own arguments come last.
+    args.push_back("--data-path");
+    args.emplace_back(to_string(*path));
+    return args;
+}
+
+} // namespace uringfwd::test
