@@ -34,7 +34,15 @@ REPO = HERE.parent
 LOOP = "127.0.0.1"
 
 ALL_PEERS = ["direct", "uring-fwd", "haproxy-splice", "haproxy", "nginx", "socat", "goproxy"]
-ALL_WORKLOADS = ["bulk1-fwd", "bulk1-rev", "bulk8-fwd", "bulk8-rev", "rr64", "rr16k", "churn", "syscalls"]
+# uring-fwd with one data path forced (plain "uring-fwd" runs the default, auto).
+URING_VARIANTS = {"uring-fwd-copy": ["--data-path", "copy"],
+                  "uring-fwd-splice": ["--data-path", "splice"],
+                  # the opt-in low-latency mode: poll 50 µs before sleeping
+                  "uring-fwd-busy": ["--busy-poll", "50us"]}
+ALL_PEERS += list(URING_VARIANTS)
+ALL_WORKLOADS = ["bulk1-fwd", "bulk1-rev", "bulk8-fwd", "bulk8-rev", "rr64", "rr16k", "churn",
+                 "syscalls", "syscalls8"]
+SYSCALL_STREAMS = {"syscalls": 1, "syscalls8": 8}
 WORKLOAD_GROUPS = {
     "all": ALL_WORKLOADS,
     "bulk": ["bulk1-fwd", "bulk1-rev", "bulk8-fwd", "bulk8-rev"],
@@ -468,11 +476,13 @@ stream {{
             raise PeerFailed(f"goproxy not built: {ctx.goproxy_err}")
         env = dict(os.environ, GOMAXPROCS="1")
         argv = [str(ctx.goproxy_bin), "-listen", f"{LOOP}:{a}", "-upstream", f"{LOOP}:{upstream_port}"]
-    elif peer == "uring-fwd":
+    elif peer == "uring-fwd" or peer in URING_VARIANTS:
         if not ctx.uring_bin:
             raise PeerFailed(f"uring-fwd binary not available: {ctx.uring_err}")
         argv = [str(ctx.uring_bin), "--listen", f"{LOOP}:{a}", "--upstream",
                 f"{LOOP}:{upstream_port}", "--log-level", "warn"] + ctx.uring_extra
+        if peer in URING_VARIANTS:
+            argv += URING_VARIANTS[peer]
     else:
         raise PeerFailed(f"unknown peer {peer}")
     if shutil.which(argv[0]) is None and not os.path.exists(argv[0]):
@@ -613,8 +623,10 @@ def parse_strace_total(path: Path) -> int | None:
     return None
 
 
-def syscalls_run(ctx: Ctx, proxy: subprocess.Popen | None, port: int, meas: dict) -> None:
-    """One iperf3 -n transfer with strace -c -f attached to the proxy tree."""
+def syscalls_run(ctx: Ctx, proxy: subprocess.Popen | None, port: int, meas: dict,
+                 streams: int) -> None:
+    """One iperf3 -n transfer (over `streams` parallel streams) with strace -c -f attached
+    to the proxy tree."""
     nbytes = ctx.args.syscall_bytes
     out = ctx.tmp / f"strace-{time.monotonic_ns()}.txt"
     pids = descendants(proxy.pid)
@@ -626,7 +638,7 @@ def syscalls_run(ctx: Ctx, proxy: subprocess.Popen | None, port: int, meas: dict
         time.sleep(1.0)  # let strace attach to every thread
         if st.poll() is not None:
             raise RuntimeError(f"strace exited early with status {st.returncode}")
-        r = run_cmd(["iperf3", "-c", LOOP, "-p", str(port), "-n", nbytes, "-J",
+        r = run_cmd(["iperf3", "-c", LOOP, "-p", str(port), "-n", nbytes, "-P", str(streams), "-J",
                      "--connect-timeout", "5000"], timeout=ctx.args.syscall_timeout, cpu=ctx.load_cpu)
         try:
             j = json.loads(r.stdout)
@@ -664,16 +676,17 @@ WORKLOAD_DEFS = {
 
 def run_one(ctx: Ctx, workload: str, peer: str) -> dict:
     """One measurement: fresh upstream, fresh proxy, load, measure, stop both."""
-    if workload == "syscalls" and peer == "direct":
+    if workload in SYSCALL_STREAMS and peer == "direct":
         return {"skipped": "no proxy process"}
-    upstream_kind, load = WORKLOAD_DEFS[workload](ctx) if workload != "syscalls" else ("iperf3", None)
+    upstream_kind, load = (("iperf3", None) if workload in SYSCALL_STREAMS
+                           else WORKLOAD_DEFS[workload](ctx))
     up = proxy = None
     try:
         up, b = start_upstream(ctx, upstream_kind)
         proxy, a = start_peer(ctx, peer, b)
         meas: dict = {}
-        if workload == "syscalls":
-            syscalls_run(ctx, proxy, a, meas)
+        if workload in SYSCALL_STREAMS:
+            syscalls_run(ctx, proxy, a, meas, SYSCALL_STREAMS[workload])
         else:
             pid = proxy.pid if proxy else None
             t0 = cpu_ticks(pid) if pid else None
@@ -729,7 +742,11 @@ ROWS = [
     ("Proxy CPU, bulk 8 s→c", "bulk8-rev", "cpu_s_per_gb", "CPU s/GB", False),
     ("Proxy CPU, churn", "churn", "cpu_ms_per_1k_conn", "CPU ms/1k conn", False),
     ("Proxy CPU utilisation, bulk 1 c→s", "bulk1-fwd", "proxy_cpu_util", "cores", False),
+    # What a round trip's latency costs: busy polling trades CPU for it.
+    ("Proxy CPU utilisation, RR 64 B", "rr64", "proxy_cpu_util", "cores", False),
+    ("Proxy CPU utilisation, RR 16 KiB", "rr16k", "proxy_cpu_util", "cores", False),
     ("Syscalls, 1 stream -n transfer", "syscalls", "syscalls_per_gb", "calls/GB", False),
+    ("Syscalls, 8 streams -n transfer", "syscalls8", "syscalls_per_gb", "calls/GB", False),
     ("Proxy RSS after bulk 1 c→s", "bulk1-fwd", "rss_kib", "KiB", False),
     ("Proxy RSS after bulk 8 c→s", "bulk8-fwd", "rss_kib", "KiB", False),
     ("Proxy RSS after churn", "churn", "rss_kib", "KiB", False),
@@ -805,9 +822,9 @@ def markdown(meta: dict, summary: dict, peers: list[str], workloads: list[str]) 
             continue
         L.append(f"| {label} | {unit} | " + " | ".join(cells) + " |")
     L.append("")
-    if "uring-fwd" in peers:
-        others = [p for p in peers if p != "uring-fwd"]
-        L.append("## Ratio uring-fwd ÷ peer (same run)")
+    for mine in [p for p in peers if p == "uring-fwd" or p in URING_VARIANTS]:
+        others = [p for p in peers if p != mine]
+        L.append(f"## Ratio {mine} ÷ peer (same run)")
         L.append("")
         L.append("Throughput rows: >1 means uring-fwd is faster. Latency, CPU, syscall and RSS rows: <1 means uring-fwd uses less.")
         L.append("")
@@ -816,7 +833,7 @@ def markdown(meta: dict, summary: dict, peers: list[str], workloads: list[str]) 
         for label, w, k, unit, hib in rows:
             if k.startswith("iowq"):
                 continue
-            u = med.get(w, {}).get("uring-fwd", {}).get(k)
+            u = med.get(w, {}).get(mine, {}).get(k)
             cells = []
             for p in others:
                 v = med.get(w, {}).get(p, {}).get(k)
@@ -968,7 +985,7 @@ def main(argv: list[str]) -> int:
     interrupted = None
     find_uring(ctx)
     ctx.uring_extra = uring_extra_args(ctx)
-    if "uring-fwd" in args.peer_list and ctx.uring_err:
+    if any(p.startswith("uring-fwd") for p in args.peer_list) and ctx.uring_err:
         log(f"uring-fwd: {ctx.uring_err}")
     if True:
         placement = ("unpinned" if args.unpinned else

@@ -49,6 +49,7 @@ struct Direction {
     CopyChunk chunks[kMaxChunks];
     uint8_t chunk_count = 0;
     uint8_t full_in_a_row = 0;   // full buffers received in a row (Auto's bulk signal)
+    uint8_t small_in_a_row = 0;  // small splice reads in a row (Auto's chat signal)
     bool receiving = false;      // a receive is in flight
     bool sending = false;        // a send of chunks[0] is in flight
     bool source_ended = false;   // a receive returned 0 (FIN)

@@ -83,8 +83,16 @@ bool copy_turns_bulk(DataPath mode, int received, std::size_t buffer_size,
     return mode == DataPath::Auto && full_in_a_row >= kFullBuffersForBulk;
 }
 
-bool splice_turns_small(DataPath mode, int in, std::size_t capacity) {
-    return mode == DataPath::Auto && in > 0 && static_cast<std::size_t>(in) < bulk_threshold(capacity);
+bool splice_turns_small(DataPath mode, int in, std::size_t capacity, uint8_t& small_in_a_row) {
+    if (in <= 0)
+        return false;
+    if (static_cast<std::size_t>(in) >= bulk_threshold(capacity)) {
+        small_in_a_row = 0;
+        return false;
+    }
+    if (small_in_a_row < kSmallReadsForCopy)
+        ++small_in_a_row;
+    return mode == DataPath::Auto && small_in_a_row >= kSmallReadsForCopy;
 }
 
 } // namespace uringfwd::engine

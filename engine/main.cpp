@@ -100,6 +100,7 @@ int main(int argc, char** argv) {
     uringfwd::EngineConfig config;
     long connect_timeout_ms = 5000;
     long drain_timeout_ms = 30000;
+    long busy_poll_us = 0;
     std::string cpus_text;
     std::string nodes_text;
     bool no_steering = false;
@@ -145,6 +146,13 @@ int main(int argc, char** argv) {
                    "splice bulk)")
         ->check(CLI::IsMember({"splice", "copy", "auto"}))
         ->capture_default_str();
+    app.add_option("--busy-poll", busy_poll_us,
+                   "low-latency mode: poll for up to this long before sleeping (us, or with a "
+                   "unit: 50us, 1ms); costs CPU; 0 = off")
+        ->transform(CLI::AsNumberWithUnit(std::map<std::string, long>{{"us", 1}, {"ms", 1000}},
+                                          CLI::AsNumberWithUnit::CASE_SENSITIVE))
+        ->check(CLI::Range(0L, 1000L * 1000))
+        ->default_str("0");
     app.add_option("--drain-timeout", drain_timeout_ms,
                    "on SIGTERM/SIGINT, let open connections finish this long (ms, or 30s); a "
                    "second signal resets them at once")
@@ -163,6 +171,7 @@ int main(int argc, char** argv) {
     config.upstream = parse_endpoint("--upstream", upstream_text);
     config.connect_timeout = std::chrono::milliseconds(connect_timeout_ms);
     config.drain_timeout = std::chrono::milliseconds(drain_timeout_ms);
+    config.busy_poll = std::chrono::microseconds(busy_poll_us);
     if (!cpus_text.empty())
         config.cpus = parse_cpus("--cpus", cpus_text);
     if (!nodes_text.empty())

@@ -180,10 +180,13 @@ void Shard::setup() {
         buffers_ ? fmt::format(", {} copy buffers of {} bytes", buffers_->count(),
                                buffers_->buffer_size())
                  : std::string();
-    description_ = fmt::format("cpu {}, data path {}, pipes {} bytes (at most {}){}, steering {}, {}",
-                               setup_.cpu, to_string(data_path_), pool_->pipe_size(),
-                               pool_->max_pipes(), copy_buffers, steering,
-                               ring_->features().describe());
+    std::string busy_poll = config_.busy_poll.count() > 0
+                                ? fmt::format(", busy-poll {} us", config_.busy_poll.count())
+                                : std::string();
+    description_ = fmt::format(
+        "cpu {}, data path {}, pipes {} bytes (at most {}){}, steering {}{}, {}", setup_.cpu,
+        to_string(data_path_), pool_->pipe_size(), pool_->max_pipes(), copy_buffers, steering,
+        busy_poll, ring_->features().describe());
     log_pool_notices();
 }
 
@@ -198,7 +201,7 @@ void Shard::serve() {
         // wake-up instead of two (DEFER_TASKRUN wakes us only when that many
         // completions are queued); waiting for more would hold finished work back.
         unsigned wait_for = splices_in_flight_ >= 2 ? 2 : 1;
-        for (const uring::Completion& c : ring_->submit_and_wait(wait_for))
+        for (const uring::Completion& c : ring_->submit_and_wait(wait_for, config_.busy_poll))
             dispatch(c);
         resume_pipe_waiters();
         resume_buffer_waiters();
@@ -709,10 +712,12 @@ void Shard::follow(uint32_t slot, Connection& conn, int d, Next next, int read_r
     Direction& dir = conn.dirs[d];
     switch (next) {
     case Next::SpliceAgain:
+        dir.small_in_a_row = 0; // a bulk read
         start_pair(slot, conn, d);
         break;
     case Next::WaitReadable: {
-        bool small = splice_turns_small(data_path_, read_result, dir.pipe->capacity());
+        bool small = splice_turns_small(data_path_, read_result, dir.pipe->capacity(),
+                                        dir.small_in_a_row);
         // An idle direction holds no pipe: 10 000 idle connections cost no pipe memory.
         release_pipe(dir, false);
         if (small) {
@@ -721,6 +726,7 @@ void Shard::follow(uint32_t slot, Connection& conn, int d, Next next, int read_r
             bump(counters_.switches_to_copy);
             dir.path = Path::Copy;
             dir.full_in_a_row = 0;
+            dir.small_in_a_row = 0;
             pump_copy(slot, conn, d);
             break;
         }

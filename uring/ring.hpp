@@ -120,8 +120,11 @@ public:
 
     // Submits everything prepared, waits for at least min_completions (0 = don't wait),
     // and returns every completion that is ready: one syscall, many CQEs. The span is
-    // valid until the next call.
-    std::span<const Completion> submit_and_wait(unsigned min_completions = 1);
+    // valid until the next call. With a `spin`, it first polls without sleeping for up
+    // to that long and returns as soon as any completion is ready (a syscall per poll:
+    // latency bought with CPU).
+    std::span<const Completion> submit_and_wait(unsigned min_completions = 1,
+                                                std::chrono::nanoseconds spin = {});
 
     // Restricts this thread's io-wq workers to cpus (IORING_REGISTER_IOWQ_AFF).
     // Returns 0 or a negated errno.
@@ -135,6 +138,8 @@ public:
 private:
     friend class ProvidedBuffers; // registers its ring on ours
     io_uring_sqe* next_sqe();
+    void reap(); // appends every ready completion to batch_
+    void forget_submitted_timespecs();
     struct State; // the io_uring and what the kernel reads at submission
     State& state() { return *state_; }
     std::unique_ptr<State> state_;

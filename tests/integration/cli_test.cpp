@@ -103,6 +103,12 @@ TEST(Cli, UnknownDataPathFails) {
                           "data-path");
 }
 
+TEST(Cli, BusyPollWithAWrongUnitFails) {
+    expect_one_line_error(run_to_exit({"--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1",
+                                       "--busy-poll", "5s"}),
+                          "busy-poll");
+}
+
 // Each --data-path serves, and the start-up line says which one is in use.
 TEST(Cli, StartupLineNamesTheDataPath) {
     for (const char* path : {"splice", "copy", "auto"}) {

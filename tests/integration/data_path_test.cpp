@@ -183,5 +183,25 @@ TEST(DataPath, CopyBuffersComeBackWhenConnectionsAreReset) {
         << proxy.stats().to_line();
 }
 
+// The low-latency mode polls before it sleeps: the same exchanges, intact, with the
+// shard entering the kernel more often than completions arrive (the polls that found
+// nothing), and the engine idle again afterwards.
+TEST(BusyPoll, ForwardsIntactAndPollsBeforeSleeping) {
+    EchoServer echo;
+    ProxyOptions options;
+    options.busy_poll = std::chrono::microseconds{200};
+    ProxyUnderTest proxy{echo.endpoint(), options};
+    UniqueFd client = connect_to(proxy.endpoint());
+
+    ping_pong(client.get(), 64, 200, 9);
+    bulk_echo(client.get(), 4 * kMiB, 10);
+    EngineStats s = proxy.stats();
+    EXPECT_GT(s.enters, s.completions) << s.to_line();
+
+    client.reset();
+    EXPECT_TRUE(eventually([&] { return settled(proxy); }, Deadline{5s}))
+        << proxy.stats().to_line();
+}
+
 } // namespace
 } // namespace uringfwd::test

@@ -24,6 +24,7 @@ ProxyUnderTest::ProxyUnderTest(const Endpoint& upstream, ProxyOptions options) {
     config.max_pipes = options.max_pipes;
     config.pipe_size = options.pipe_size;
     config.log_level = options.log_level;
+    config.busy_poll = options.busy_poll;
     if (options.copy_buffers != 0)
         config.copy_buffers = options.copy_buffers;
     if (options.data_path)

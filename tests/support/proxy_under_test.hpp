@@ -22,6 +22,7 @@ struct ProxyOptions {
     // Unset: the path under test (data_path_under_test.hpp), else the engine's default.
     std::optional<DataPath> data_path;
     unsigned copy_buffers = 0; // 0: the engine's default
+    std::chrono::microseconds busy_poll{0};
     // Quiet by default; the captured lines are printed when a test fails.
     LogLevel log_level = LogLevel::Warn;
 };

@@ -10,6 +10,7 @@ using uringfwd::DataPath;
 using uringfwd::engine::copy_turns_bulk;
 using uringfwd::engine::first_path;
 using uringfwd::engine::kFullBuffersForBulk;
+using uringfwd::engine::kSmallReadsForCopy;
 using uringfwd::engine::Path;
 using uringfwd::engine::splice_turns_small;
 
@@ -54,19 +55,34 @@ TEST(CopyTurnsBulk, CopyModeNeverLeavesCopy) {
     EXPECT_EQ(streak, kFullBuffersForBulk); // counted, but saturating
 }
 
-TEST(SpliceTurnsSmall, ASmallReadTurnsAutoBackToCopy) {
-    EXPECT_TRUE(splice_turns_small(DataPath::Auto, 1, kPipe));
-    EXPECT_TRUE(splice_turns_small(DataPath::Auto, 65535, kPipe));
+TEST(SpliceTurnsSmall, TwoSmallReadsInARowTurnAutoBackToCopy) {
+    uint8_t streak = 0;
+    EXPECT_FALSE(splice_turns_small(DataPath::Auto, 1, kPipe, streak));
+    EXPECT_TRUE(splice_turns_small(DataPath::Auto, 65535, kPipe, streak));
+    static_assert(kSmallReadsForCopy == 2);
 }
 
-TEST(SpliceTurnsSmall, BulkReadsEagainAndEofStayOnSplice) {
-    EXPECT_FALSE(splice_turns_small(DataPath::Auto, 65536, kPipe));
-    EXPECT_FALSE(splice_turns_small(DataPath::Auto, -EAGAIN, kPipe));
-    EXPECT_FALSE(splice_turns_small(DataPath::Auto, 0, kPipe));
+TEST(SpliceTurnsSmall, ABulkReadBreaksTheStreak) {
+    uint8_t streak = 0;
+    EXPECT_FALSE(splice_turns_small(DataPath::Auto, 100, kPipe, streak));
+    EXPECT_FALSE(splice_turns_small(DataPath::Auto, 65536, kPipe, streak));
+    EXPECT_EQ(streak, 0);
+    EXPECT_FALSE(splice_turns_small(DataPath::Auto, 100, kPipe, streak));
+}
+
+TEST(SpliceTurnsSmall, EagainAndEofNeitherCountNorBreak) {
+    uint8_t streak = 0;
+    EXPECT_FALSE(splice_turns_small(DataPath::Auto, 100, kPipe, streak));
+    EXPECT_FALSE(splice_turns_small(DataPath::Auto, -EAGAIN, kPipe, streak));
+    EXPECT_FALSE(splice_turns_small(DataPath::Auto, 0, kPipe, streak));
+    EXPECT_EQ(streak, 1);
+    EXPECT_TRUE(splice_turns_small(DataPath::Auto, 100, kPipe, streak));
 }
 
 TEST(SpliceTurnsSmall, SpliceModeNeverCopies) {
-    EXPECT_FALSE(splice_turns_small(DataPath::Splice, 1, kPipe));
+    uint8_t streak = 0;
+    for (int i = 0; i < 10; ++i)
+        ASSERT_FALSE(splice_turns_small(DataPath::Splice, 1, kPipe, streak));
 }
 
 TEST(DataPathName, RoundTripsAndRejectsOthers) {

@@ -72,6 +72,11 @@ struct EngineConfig {
     unsigned copy_buffers = 128;
     std::size_t copy_buffer_size = 32 * 1024;
 
+    // Opt-in low latency: a shard with nothing to do polls its ring for up to this
+    // long before it sleeps, so a message arriving meanwhile is handled without waking
+    // the CPU. Costs CPU (up to this much per burst of work); 0 = off.
+    std::chrono::microseconds busy_poll{0};
+
     // On stop(), connections still open after this long are reset.
     std::chrono::milliseconds drain_timeout{30000};
 
