@@ -72,8 +72,7 @@ Path first_path(DataPath mode) {
     return mode == DataPath::Splice ? Path::Splice : Path::Copy;
 }
 
-bool copy_turns_bulk(DataPath mode, int received, std::size_t buffer_size,
-                     uint8_t& full_in_a_row) {
+bool copy_turns_bulk(DataPath mode, int received, std::size_t buffer_size, uint8_t& full_in_a_row) {
     if (received > 0 && static_cast<std::size_t>(received) >= buffer_size) {
         if (full_in_a_row < kFullBuffersForBulk)
             ++full_in_a_row;

@@ -53,8 +53,7 @@ constexpr uint8_t kFullBuffersForBulk = 2;
 // After a copy receive of `received` bytes into a buffer of `buffer_size`: updates the
 // count of full buffers in a row and says whether the direction should move to
 // splice. A full buffer means the socket most likely holds more.
-bool copy_turns_bulk(DataPath mode, int received, std::size_t buffer_size,
-                     uint8_t& full_in_a_row);
+bool copy_turns_bulk(DataPath mode, int received, std::size_t buffer_size, uint8_t& full_in_a_row);
 
 // Small splice reads in a row that mark a direction as chatty again. One is not
 // enough: a bulk stream that the proxy outpaces also has small reads now and then

@@ -176,17 +176,16 @@ void Shard::setup() {
         if (auto pipe = pool_->lease())
             pool_->give_back(std::move(*pipe));
     }
-    std::string copy_buffers =
-        buffers_ ? fmt::format(", {} copy buffers of {} bytes", buffers_->count(),
-                               buffers_->buffer_size())
-                 : std::string();
+    std::string copy_buffers = buffers_ ? fmt::format(", {} copy buffers of {} bytes",
+                                                      buffers_->count(), buffers_->buffer_size())
+                                        : std::string();
     std::string busy_poll = config_.busy_poll.count() > 0
                                 ? fmt::format(", busy-poll {} us", config_.busy_poll.count())
                                 : std::string();
-    description_ = fmt::format(
-        "cpu {}, data path {}, pipes {} bytes (at most {}){}, steering {}{}, {}", setup_.cpu,
-        to_string(data_path_), pool_->pipe_size(), pool_->max_pipes(), copy_buffers, steering,
-        busy_poll, ring_->features().describe());
+    description_ =
+        fmt::format("cpu {}, data path {}, pipes {} bytes (at most {}){}, steering {}{}, {}",
+                    setup_.cpu, to_string(data_path_), pool_->pipe_size(), pool_->max_pipes(),
+                    copy_buffers, steering, busy_poll, ring_->features().describe());
     log_pool_notices();
 }
 
@@ -201,7 +200,13 @@ void Shard::serve() {
         // wake-up instead of two (DEFER_TASKRUN wakes us only when that many
         // completions are queued); waiting for more would hold finished work back.
         unsigned wait_for = splices_in_flight_ >= 2 ? 2 : 1;
-        for (const uring::Completion& c : ring_->submit_and_wait(wait_for, config_.busy_poll))
+        // Busy polling only while no splice is in flight: a splice completes on an
+        // io-wq worker pinned to this same CPU, and a shard spinning on it would keep
+        // that worker from running (measured: one bulk stream fell from 13.6 to 7.7
+        // Gbit/s when it did).
+        std::chrono::microseconds spin =
+            splices_in_flight_ == 0 ? config_.busy_poll : std::chrono::microseconds{0};
+        for (const uring::Completion& c : ring_->submit_and_wait(wait_for, spin))
             dispatch(c);
         resume_pipe_waiters();
         resume_buffer_waiters();
@@ -550,8 +555,7 @@ void Shard::on_error_watch(uint32_t slot, Connection& conn, int d, int result, b
     // (POLLRDHUP after a FIN) and POLLHUP (both halves shut, data may still be queued)
     // are no reason to.
     if (result & POLLERR)
-        abort(slot, conn,
-              fmt::format("{} was reset while nobody read from it", source_name(d)));
+        abort(slot, conn, fmt::format("{} was reset while nobody read from it", source_name(d)));
 }
 
 void Shard::watch_source(uint32_t slot, Connection& conn, int d) {
@@ -716,8 +720,8 @@ void Shard::follow(uint32_t slot, Connection& conn, int d, Next next, int read_r
         start_pair(slot, conn, d);
         break;
     case Next::WaitReadable: {
-        bool small = splice_turns_small(data_path_, read_result, dir.pipe->capacity(),
-                                        dir.small_in_a_row);
+        bool small =
+            splice_turns_small(data_path_, read_result, dir.pipe->capacity(), dir.small_in_a_row);
         // An idle direction holds no pipe: 10 000 idle connections cost no pipe memory.
         release_pipe(dir, false);
         if (small) {
@@ -748,7 +752,8 @@ void Shard::follow(uint32_t slot, Connection& conn, int d, Next next, int read_r
         abort(slot, conn, fmt::format("reading {}: {}", source_name(d), errno_text(read_result)));
         break;
     case Next::DestFailed:
-        abort(slot, conn, fmt::format("writing {}: {}", destination_name(d), errno_text(write_result)));
+        abort(slot, conn,
+              fmt::format("writing {}: {}", destination_name(d), errno_text(write_result)));
         break;
     }
 }

@@ -37,7 +37,8 @@ void Shard::pump_copy(uint32_t slot, Connection& conn, int d) {
     if (dir.receiving || dir.waiting_buffer)
         return;
     bool all_sent = dir.chunk_count == 0 && !dir.sending;
-    if (!all_sent && (dir.source_ended || dir.to_splice || dir.chunk_count == Direction::kMaxChunks)) {
+    if (!all_sent &&
+        (dir.source_ended || dir.to_splice || dir.chunk_count == Direction::kMaxChunks)) {
         // Nothing reads the source until the destination takes what we hold, which
         // may be never: watch the source so that its reset is not missed (as the
         // splice path does while it waits for POLLOUT).

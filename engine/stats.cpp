@@ -41,8 +41,7 @@ std::string EngineStats::to_line() const {
         accepted, active, upstream_failures, bytes_to_upstream, bytes_to_client, splices,
         short_splices, eagains, enters, completions_per_enter(), pipes_created, pipes_leased,
         pipes_closed_dirty, pipe_size_reductions, pipe_waits, accept_backoffs, copy_receives,
-        copy_sends, buffers_out, buffer_waits, switches_to_splice, switches_to_copy,
-        iowq_threads);
+        copy_sends, buffers_out, buffer_waits, switches_to_splice, switches_to_copy, iowq_threads);
 }
 
 } // namespace uringfwd

@@ -51,20 +51,11 @@ protected:
     // The binary as uid/gid 65534 with no supplementary groups (and so no capabilities).
     std::unique_ptr<BinaryProcess> start_as_nobody(const Endpoint& upstream,
                                                    std::vector<std::string> extra) {
-        std::vector<std::string> args = {"--reuid=65534",
-                                         "--regid=65534",
-                                         "--clear-groups",
-                                         "--",
-                                         uring_fwd_binary(),
-                                         "--listen",
-                                         "127.0.0.1:0",
-                                         "--upstream",
-                                         upstream.to_string(),
-                                         "--shards",
-                                         "1",
+        std::vector<std::string> args = {"--reuid=65534", "--regid=65534", "--clear-groups", "--",
+                                         uring_fwd_binary(), "--listen", "127.0.0.1:0",
+                                         "--upstream", upstream.to_string(), "--shards", "1",
                                          // What is tested here is the pipe budget.
-                                         "--data-path",
-                                         "splice"};
+                                         "--data-path", "splice"};
         args.insert(args.end(), extra.begin(), extra.end());
         return std::make_unique<BinaryProcess>(setpriv_, std::move(args));
     }

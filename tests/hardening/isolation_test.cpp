@@ -125,8 +125,9 @@ LanesResult run_lanes(ProxyUnderTest& proxy) {
     r.aborted = aborted.load();
     r.stats = proxy.stats();
     std::printf("completed=%d aborted=%d %s\n", r.completed, r.aborted, r.stats.to_line().c_str());
-    EXPECT_TRUE(r.failures.empty()) << r.failures.size() << " failures, first: "
-                                    << (r.failures.empty() ? "" : r.failures.front());
+    EXPECT_TRUE(r.failures.empty())
+        << r.failures.size()
+        << " failures, first: " << (r.failures.empty() ? "" : r.failures.front());
     EXPECT_EQ(r.completed + r.aborted, kLanes * kPerLane);
     return r;
 }

@@ -104,17 +104,16 @@ TEST(Cli, UnknownDataPathFails) {
 }
 
 TEST(Cli, BusyPollWithAWrongUnitFails) {
-    expect_one_line_error(run_to_exit({"--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1",
-                                       "--busy-poll", "5s"}),
-                          "busy-poll");
+    expect_one_line_error(
+        run_to_exit({"--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1", "--busy-poll", "5s"}),
+        "busy-poll");
 }
 
 // Each --data-path serves, and the start-up line says which one is in use.
 TEST(Cli, StartupLineNamesTheDataPath) {
     for (const char* path : {"splice", "copy", "auto"}) {
         ScriptedPeer sink{sink_plan()};
-        RunningBinary fwd =
-            start_binary("127.0.0.1:0", sink.endpoint(), {"--data-path", path});
+        RunningBinary fwd = start_binary("127.0.0.1:0", sink.endpoint(), {"--data-path", path});
         UniqueFd client = connect_to(fwd.endpoint);
         ExchangePlan plan;
         plan.send_bytes = 100000;

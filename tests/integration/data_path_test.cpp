@@ -56,17 +56,34 @@ void bulk_echo(int fd, std::size_t size, uint64_t seed) {
     ASSERT_TRUE(echo == data) << "bulk echo differs";
 }
 
-bool settled(ProxyUnderTest& proxy) {
-    EngineStats s = proxy.stats();
-    return s.active == 0 && s.buffers_out == 0 && s.pipes_leased == 0;
+// `connections` clients at once through the proxy to an echo server, each checking
+// its `bytes` come back intact.
+::testing::AssertionResult all_echoed(ProxyUnderTest& proxy, std::size_t connections,
+                                      std::size_t bytes) {
+    EchoLoadResult load = run_echo_load(proxy.endpoint(), connections, bytes, 2, Deadline{60s});
+    if (load.verified == connections)
+        return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure()
+           << load.verified << " of " << connections << " echoed intact; first failure: "
+           << (load.failures.empty() ? "none recorded" : load.failures.front());
+}
+
+// Once every connection is gone, nothing is held: no connection, buffer or pipe.
+::testing::AssertionResult settles(ProxyUnderTest& proxy) {
+    auto settled = [&] {
+        EngineStats s = proxy.stats();
+        return s.active == 0 && s.buffers_out == 0 && s.pipes_leased == 0;
+    };
+    if (eventually(settled, Deadline{5s}))
+        return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << "still held after 5 s: " << proxy.stats().to_line();
 }
 
 TEST(DataPath, CopyForwardsInlineWithoutSplicingOrKernelThreads) {
     EchoServer echo;
     ProxyUnderTest proxy{echo.endpoint(), with_path(DataPath::Copy)};
 
-    EchoLoadResult load = run_echo_load(proxy.endpoint(), 8, kMiB, 2, Deadline{60s});
-    ASSERT_EQ(load.verified, 8u) << (load.failures.empty() ? "" : load.failures.front());
+    ASSERT_TRUE(all_echoed(proxy, 8, kMiB));
 
     EngineStats s = proxy.stats();
     EXPECT_EQ(s.splices, 0u);
@@ -77,16 +94,14 @@ TEST(DataPath, CopyForwardsInlineWithoutSplicingOrKernelThreads) {
     EXPECT_EQ(s.bytes_to_client, 8 * kMiB);
     // Receives and sends ran inline: no io-wq worker was ever needed.
     EXPECT_EQ(s.iowq_threads, 0u);
-    EXPECT_TRUE(eventually([&] { return settled(proxy); }, Deadline{5s}))
-        << proxy.stats().to_line();
+    EXPECT_TRUE(settles(proxy));
 }
 
 TEST(DataPath, SpliceNeverCopies) {
     EchoServer echo;
     ProxyUnderTest proxy{echo.endpoint(), with_path(DataPath::Splice)};
 
-    EchoLoadResult load = run_echo_load(proxy.endpoint(), 4, kMiB, 2, Deadline{60s});
-    ASSERT_EQ(load.verified, 4u) << (load.failures.empty() ? "" : load.failures.front());
+    ASSERT_TRUE(all_echoed(proxy, 4, kMiB));
 
     EngineStats s = proxy.stats();
     EXPECT_GT(s.splices, 0u);
@@ -120,8 +135,7 @@ TEST(DataPath, AutoCopiesSmallMessagesSplicesBulkAndSwitchesBack) {
     EXPECT_GE(after.copy_receives - bulk.copy_receives, 150u) << after.to_line();
 
     client.reset();
-    EXPECT_TRUE(eventually([&] { return settled(proxy); }, Deadline{5s}))
-        << proxy.stats().to_line();
+    EXPECT_TRUE(settles(proxy));
 }
 
 // Far more copying directions than buffers: receives that find none wait for one, and
@@ -130,13 +144,11 @@ TEST(DataPath, CopyDirectionsWaitForBuffersWhenAllAreOut) {
     EchoServer echo;
     ProxyUnderTest proxy{echo.endpoint(), with_path(DataPath::Copy, /*copy_buffers=*/2)};
 
-    EchoLoadResult load = run_echo_load(proxy.endpoint(), 16, kMiB, 2, Deadline{60s});
-    ASSERT_EQ(load.verified, 16u) << (load.failures.empty() ? "" : load.failures.front());
+    ASSERT_TRUE(all_echoed(proxy, 16, kMiB));
     EngineStats s = proxy.stats();
     EXPECT_GT(s.buffer_waits, 0u) << s.to_line();
     EXPECT_EQ(s.splices, 0u);
-    EXPECT_TRUE(eventually([&] { return settled(proxy); }, Deadline{5s}))
-        << proxy.stats().to_line();
+    EXPECT_TRUE(settles(proxy));
 }
 
 // Under auto, a direction that finds no buffer takes a pipe instead of waiting.
@@ -145,14 +157,12 @@ TEST(DataPath, AutoSplicesWhenCopyBuffersRunOut) {
     ProxyUnderTest proxy{echo.endpoint(), with_path(DataPath::Auto, /*copy_buffers=*/2)};
 
     // 4 KiB per connection: too small to turn bulk, so any splice is the fallback.
-    EchoLoadResult load = run_echo_load(proxy.endpoint(), 32, 4096, 2, Deadline{60s});
-    ASSERT_EQ(load.verified, 32u) << (load.failures.empty() ? "" : load.failures.front());
+    ASSERT_TRUE(all_echoed(proxy, 32, 4096));
     EngineStats s = proxy.stats();
     if (s.buffer_waits == 0)
         GTEST_SKIP() << "no receive found the buffers all out this time: " << s.to_line();
     EXPECT_GE(s.switches_to_splice, 1u) << s.to_line();
-    EXPECT_TRUE(eventually([&] { return settled(proxy); }, Deadline{5s}))
-        << proxy.stats().to_line();
+    EXPECT_TRUE(settles(proxy));
 }
 
 // Clients that fill the proxy's buffers and then reset: every buffer comes back.
@@ -179,8 +189,7 @@ TEST(DataPath, CopyBuffersComeBackWhenConnectionsAreReset) {
         ::setsockopt(fd.get(), SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
         fd.reset();
     }
-    EXPECT_TRUE(eventually([&] { return settled(proxy); }, Deadline{5s}))
-        << proxy.stats().to_line();
+    EXPECT_TRUE(settles(proxy));
 }
 
 // The low-latency mode polls before it sleeps: the same exchanges, intact, with the
@@ -199,8 +208,7 @@ TEST(BusyPoll, ForwardsIntactAndPollsBeforeSleeping) {
     EXPECT_GT(s.enters, s.completions) << s.to_line();
 
     client.reset();
-    EXPECT_TRUE(eventually([&] { return settled(proxy); }, Deadline{5s}))
-        << proxy.stats().to_line();
+    EXPECT_TRUE(settles(proxy));
 }
 
 } // namespace

@@ -24,7 +24,9 @@ std::vector<std::string> with_data_path_under_test(const std::string& program,
     std::optional<DataPath> path = data_path_under_test();
     if (!path)
         return args;
-    auto has = [&](const char* word) { return std::find(args.begin(), args.end(), word) != args.end(); };
+    auto has = [&](const char* word) {
+        return std::find(args.begin(), args.end(), word) != args.end();
+    };
     bool runs_engine = program == uring_fwd_binary() || has(uring_fwd_binary().c_str());
     if (!runs_engine || has("--data-path") || has("--version") || has("--help"))
         return args;

@@ -21,15 +21,15 @@ struct EngineStats {
     uint64_t pipes_leased = 0;       // leased now
     uint64_t pipes_closed_dirty = 0; // closed because they still held bytes
     uint64_t pipe_size_reductions = 0;
-    uint64_t pipe_waits = 0;      // times a direction had to wait for a pipe
-    uint64_t accept_backoffs = 0; // accept paused for lack of file descriptors
+    uint64_t pipe_waits = 0;         // times a direction had to wait for a pipe
+    uint64_t accept_backoffs = 0;    // accept paused for lack of file descriptors
     uint64_t copy_receives = 0;      // copy path: receives that brought bytes
     uint64_t copy_sends = 0;         // copy path: sends completed
     uint64_t buffers_out = 0;        // copy buffers held now (received, not all sent)
     uint64_t buffer_waits = 0;       // receives that found every copy buffer out
     uint64_t switches_to_splice = 0; // directions that turned bulk (DataPath::Auto)
     uint64_t switches_to_copy = 0;   // directions that turned small again
-    uint64_t iowq_threads = 0;    // io-wq kernel workers serving the shard(s) now
+    uint64_t iowq_threads = 0;       // io-wq kernel workers serving the shard(s) now
 
     EngineStats& operator+=(const EngineStats& other);
 
