@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sets up and runs the whole test suite; the last line is "N passed, M failed".
-#   1. optimized build (debugoptimized): unit, integration and hardening suites
-#   2. the same suites under AddressSanitizer + UndefinedBehaviorSanitizer
-#   3. the same suites under ThreadSanitizer (shards run on threads)
+#   1. optimized build (debugoptimized): unit, integration (once per data path: auto,
+#      splice, copy) and hardening suites
+#   2. unit + integration (auto and copy) under AddressSanitizer + UndefinedBehaviorSanitizer
+#   3. the same under ThreadSanitizer (shards run on threads)
 #   4. a short libFuzzer run of every parser of outside input
 # URING_FWD_QUICK=1 runs only step 1 (for a fast local loop).
 set -uo pipefail
@@ -30,12 +31,14 @@ run_suites build ""
 if [[ "${URING_FWD_QUICK:-0}" != 1 ]]; then
   # Debian's gtest is not built with sanitizers; -Db_lundef=false lets the sanitizer
   # runtime resolve at load time as it expects. The sanitizer runs cover the unit and
-  # integration suites; the hardening suite (namespaces, faults, load) runs in the
-  # release build only, to keep CI well under 30 minutes on 2 cores.
+  # integration suites (auto, which switches paths, and copy, which owns user-space
+  # buffers; splice alone adds nothing auto does not run); the hardening suite
+  # (namespaces, faults, load) runs in the release build only, to keep CI well under
+  # 30 minutes on 2 cores.
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-    run_suites build-asan "unit integration" -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
+    run_suites build-asan "unit integration integration-copy" -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-    run_suites build-tsan "unit integration" -Db_sanitize=thread -Db_lundef=false -Dbuildtype=debug
+    run_suites build-tsan "unit integration integration-copy" -Db_sanitize=thread -Db_lundef=false -Dbuildtype=debug
   echo "=== fuzz"
   while read -r line; do
     echo "$line"
