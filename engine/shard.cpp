@@ -531,7 +531,15 @@ void Shard::abort(uint32_t slot, Connection& conn, const std::string& reason) {
 void Shard::close_connection(uint32_t slot, Connection& conn, bool reset) {
     conn.phase = Phase::Closing;
     conn.reset_on_close = reset;
-    if (conn.ops_in_flight > 0) {
+    unsigned watches = (conn.dirs[0].watching ? 1u : 0u) + (conn.dirs[1].watching ? 1u : 0u);
+    if (conn.ops_in_flight > 0 && conn.ops_in_flight == watches) {
+        // The usual clean end: only error watches are left. Cancel them by tag, which
+        // io_uring finds with one hash lookup; a cancel by fd walks every bucket of
+        // the ring's poll table (io_uring/poll.c io_poll_file_find), twice per
+        // connection: 2.7 % of the proxy's CPU under connection churn (perf).
+        for (int d = 0; d < 2; ++d)
+            unwatch_source(slot, conn, d);
+    } else if (conn.ops_in_flight > 0) {
         // Cancels polls, queued splices into these sockets and a pending connect.
         // Splices already running finish on their own: every one is non-blocking.
         for (const uring::UniqueFd* fd : {&conn.client, &conn.upstream}) {
