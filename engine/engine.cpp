@@ -34,6 +34,7 @@ public:
     }
 
     void launch() {
+        check_copy_buffers();
         engine::SocketAddress listen;
         engine::SocketAddress upstream;
         std::vector<int> cpus;
@@ -76,6 +77,21 @@ public:
             if (i == 0) // port 0 is resolved by the first bind; the others join that port
                 listen = bound_ = shards_[0]->bound_address();
         }
+    }
+
+    // The kernel takes a provided-buffer ring of a power-of-two size up to 32768
+    // entries, each buffer's length a 32-bit value; say so before any shard starts.
+    void check_copy_buffers() const {
+        if (config_.data_path == DataPath::Splice)
+            return;
+        unsigned n = config_.copy_buffers;
+        if (n == 0 || n > 32768 || (n & (n - 1)) != 0)
+            throw StartError(
+                fmt::format("copy_buffers must be a power of two between 1 and 32768, not {}", n));
+        if (config_.copy_buffer_size == 0 || config_.copy_buffer_size > (std::size_t{1} << 30))
+            throw StartError(fmt::format("copy_buffer_size must be between 1 byte and 1 GiB, "
+                                         "not {}",
+                                         config_.copy_buffer_size));
     }
 
     Endpoint listen_endpoint() const { return engine::to_endpoint(bound_); }

@@ -146,6 +146,11 @@ int main(int argc, char** argv) {
                    "splice bulk)")
         ->check(CLI::IsMember({"splice", "copy", "auto"}))
         ->capture_default_str();
+    app.add_option("--copy-buffers", config.copy_buffers,
+                   "copy-path buffers of 32 KiB per shard, a power of two; a copying direction "
+                   "holds at most two, and none while idle")
+        ->check(CLI::Range(1u, 32768u))
+        ->capture_default_str();
     app.add_option("--busy-poll", busy_poll_us,
                    "low-latency mode: poll for up to this long before sleeping (us, or with a "
                    "unit: 50us, 1ms); costs CPU; 0 = off")

@@ -103,6 +103,12 @@ TEST(Cli, UnknownDataPathFails) {
                           "data-path");
 }
 
+TEST(Cli, CopyBuffersNotAPowerOfTwoFails) {
+    expect_one_line_error(run_to_exit({"--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1",
+                                       "--data-path", "copy", "--copy-buffers", "100"}),
+                          "power of two");
+}
+
 TEST(Cli, BusyPollWithAWrongUnitFails) {
     expect_one_line_error(
         run_to_exit({"--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1", "--busy-poll", "5s"}),

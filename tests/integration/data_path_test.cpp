@@ -192,6 +192,22 @@ TEST(DataPath, CopyBuffersComeBackWhenConnectionsAreReset) {
     EXPECT_TRUE(settles(proxy));
 }
 
+// A buffer count the kernel would refuse is a start error, not a silent fallback.
+TEST(DataPath, CopyBufferCountMustBeAPowerOfTwo) {
+    EchoServer echo;
+    EngineConfig config;
+    config.listen = loopback_any_port();
+    config.upstream = echo.endpoint();
+    config.data_path = DataPath::Copy;
+    config.copy_buffers = 100;
+    try {
+        Engine::start(config);
+        ADD_FAILURE() << "started with 100 copy buffers";
+    } catch (const StartError& e) {
+        EXPECT_NE(std::string(e.what()).find("power of two"), std::string::npos) << e.what();
+    }
+}
+
 // The low-latency mode polls before it sleeps: the same exchanges, intact, with the
 // shard entering the kernel more often than completions arrive (the polls that found
 // nothing), and the engine idle again afterwards.
