@@ -74,14 +74,13 @@ void Shard::on_received(uint32_t slot, Connection& conn, int d, const uring::Com
     Direction& dir = conn.dirs[d];
     dir.receiving = false;
     std::optional<uint16_t> buffer = c.buffer();
-    if (buffer)
+    if (buffer) {
         buffers_->take(*buffer);
-    if (conn.phase == Phase::Closing || c.result <= 0) {
-        if (buffer)
+        if (c.result <= 0 || conn.phase == Phase::Closing)
             buffers_->give_back(*buffer); // nothing in it that anyone wants
-        if (conn.phase == Phase::Closing)
-            return;
     }
+    if (conn.phase == Phase::Closing)
+        return;
     if (c.result > 0) {
         if (!buffer) {
             abort(slot, conn, "a receive completed without a buffer");
