@@ -55,8 +55,6 @@ struct Direction {
     bool source_ended = false;   // a receive returned 0 (FIN)
     bool to_splice = false;      // move to the splice path once the chunks are sent
     bool waiting_buffer = false; // the buffer group was empty: queued for one
-
-    bool copy_idle() const { return chunk_count == 0 && !sending && !receiving; }
 };
 
 enum class Phase : uint8_t { Connecting, Forwarding, Closing };
