@@ -202,6 +202,11 @@ bool BinaryProcess::try_reap(bool block) {
 std::optional<ExitStatus> BinaryProcess::wait_exit(const Deadline& deadline) {
     for (;;) {
         if (try_reap(false)) {
+            // The child is gone, so its ends of the pipes are closed: give the drain
+            // thread the moment it needs to read the last of its output, or a caller
+            // looking at stderr right away may find it empty (seen on a loaded machine).
+            std::unique_lock lock(mu_);
+            cv_.wait_for(lock, milliseconds{1000}, [this] { return streams_closed_; });
             return status_;
         }
         if (deadline.expired()) {
