@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <stdexcept>
 
 namespace uringfwd::uring {
 
@@ -110,12 +111,44 @@ io_uring_sqe* Ring::next_sqe() {
     io_uring_sqe* sqe = io_uring_get_sqe(&state_->ring);
     while (sqe == nullptr) {
         // The submission queue is full: hand what we have to the kernel now. This is
-        // rare (the queue is sized for a full batch) and costs one extra syscall.
+        // rare (the queue is sized for a full batch) and costs one extra syscall. It
+        // would split a chain whose head is already prepared; reserve() is what keeps
+        // chains from ever getting here.
         ++counters_.enters;
         io_uring_submit(&state_->ring);
         sqe = io_uring_get_sqe(&state_->ring);
     }
     return sqe;
+}
+
+void Ring::reserve(unsigned entries) {
+    // A link chain only exists within one submission: io_submit_sqes() ends with
+    // io_submit_state_end() (io_uring/io_uring.c), which queues an unfinished chain
+    // (a head still flagged IOSQE_IO_LINK/HARDLINK with no tail yet) as it stands, to
+    // an io-wq worker since 5.19 (io_queue_sqe_fallback()). The rest, submitted next
+    // time, starts fresh: a hard-linked splice pair then runs as two unordered splices,
+    // and a lone LINK_TIMEOUT fails with -EINVAL because no chain is being built
+    // (__io_timeout_prep() in io_uring/timeout.c), leaving its connect without a
+    // timeout; that connect, issued blocking by the worker on a non-blocking socket,
+    // even completes with -EINPROGRESS. So the whole chain must fit in what is left of
+    // the submission queue before its first entry is prepared; next_sqe() then never
+    // has to submit in the middle of it.
+    if (entries > features_.sq_entries)
+        throw std::logic_error(fmt::format(
+            "Ring::reserve({}): a chain longer than the submission queue ({}) cannot reach "
+            "the kernel in one submission",
+            entries, features_.sq_entries));
+    while (io_uring_sq_space_left(&state_->ring) < entries) {
+        // Like next_sqe(): rare, and one extra syscall. Without SQPOLL the kernel
+        // consumes the entries during the call, so one round normally frees the whole
+        // queue; a transient failure (-EINTR, -EAGAIN, -EBUSY) is retried, as there.
+        ++counters_.enters;
+        io_uring_submit(&state_->ring);
+    }
+}
+
+unsigned Ring::prepared() const {
+    return io_uring_sq_ready(&state_->ring);
 }
 
 namespace {

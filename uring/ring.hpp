@@ -83,7 +83,9 @@ public:
     // §2.3).
     void poll_multishot(int fd, unsigned events, uint64_t user_data);
 
-    // splice(2) from fd_in to fd_out, neither with an offset.
+    // splice(2) from fd_in to fd_out, neither with an offset. With a link other than
+    // None this is the first entry of a chain: reserve() the whole chain first, or a
+    // full submission queue may split it and the link is lost (see reserve()).
     void splice(int fd_in, int fd_out, unsigned len, unsigned splice_flags, uint64_t user_data,
                 Link link = Link::None);
 
@@ -102,10 +104,15 @@ public:
     void accept_multishot(int listen_fd, uint64_t user_data);
 
     // addr must stay valid until the next wait(): the kernel copies it at submission.
+    // With a link other than None (e.g. followed by link_timeout()) this is the first
+    // entry of a chain: reserve() the whole chain first, or a full submission queue may
+    // split it and the timeout is lost (see reserve()).
     void connect(int fd, const sockaddr* addr, socklen_t len, uint64_t user_data,
                  Link link = Link::None);
 
     // Cancels the preceding linked operation if it has not completed within timeout.
+    // Must reach the kernel in the same submission as that operation (reserve()):
+    // alone, it completes with -EINVAL.
     void link_timeout(std::chrono::nanoseconds timeout, uint64_t user_data);
 
     // Completes with -ETIME after timeout.
@@ -117,6 +124,16 @@ public:
 
     // Cancels the operation tagged target.
     void cancel(uint64_t target, uint64_t user_data);
+
+    // Makes room for `entries` submission queue entries, submitting what is already
+    // prepared if there is not enough free space, so that a chain of that many linked
+    // entries prepared next reaches the kernel in one submission. Call it before the
+    // first entry of every chain (a connect and its link_timeout, a hard-linked splice
+    // pair). Throws std::logic_error if entries exceeds the submission queue size.
+    void reserve(unsigned entries);
+
+    // Entries prepared but not yet submitted to the kernel.
+    unsigned prepared() const;
 
     // Submits everything prepared, waits for at least min_completions (0 = don't wait),
     // and returns every completion that is ready: one syscall, many CQEs. The span is
