@@ -7,7 +7,7 @@ namespace uringfwd::pipes {
 
 // Owns both ends. The byte count is kept by whoever splices through the pipe: the
 // kernel offers no reliable way to ask (FIONREAD counts bytes, but capacity is in
-// slots, see kernel-notes.md §2.4), so this counter is the only truth about what is in
+// slots, see docs/kernel.md §2.4), so this counter is the only truth about what is in
 // the pipe.
 class Pipe {
 public:

@@ -53,7 +53,7 @@ void PipePool::give_back(Pipe pipe, Check check) {
 std::optional<Pipe> PipePool::create() {
     int fds[2];
     // Non-blocking on both ends: a splice into a full pipe or out of an empty one must
-    // return -EAGAIN instead of parking an io-wq thread (kernel-notes.md §2.1, §3).
+    // return -EAGAIN instead of parking an io-wq thread (docs/kernel.md §2.1, §3).
     if (::pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0) {
         int err = errno;
         ++counters_.create_failures;

@@ -7,7 +7,7 @@ namespace uringfwd::pipes {
 
 // F_SETPIPE_SZ fails with EPERM when the size exceeds fs.pipe-max-size without
 // CAP_SYS_RESOURCE, or when the user's pipes would exceed fs.pipe-user-pages-soft
-// (fs/pipe.c pipe_set_size, too_many_pipe_buffers_soft; kernel-notes.md §5). Either
+// (fs/pipe.c pipe_set_size, too_many_pipe_buffers_soft; docs/kernel.md §5). Either
 // way, asking again for the same size is pointless: halve it, down to a floor below
 // which we simply take what pipe2() gave us.
 class SizePolicy {

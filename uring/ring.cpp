@@ -43,7 +43,7 @@ namespace {
 // SINGLE_ISSUER (6.0) lets the kernel skip locking, and DEFER_TASKRUN (6.1) runs
 // completion work only when the shard enters the kernel to wait, which is exactly
 // when it wants completions: no interrupts of the shard while it is busy. A kernel
-// that refuses a combination answers EINVAL and we try the next (kernel-notes.md §7).
+// that refuses a combination answers EINVAL and we try the next (docs/kernel.md §7).
 struct SetupAttempt {
     unsigned flags;
 };

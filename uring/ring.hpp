@@ -43,7 +43,7 @@ enum class Link {
     Soft,
     // The next operation runs after this one whatever it returned (IOSQE_IO_HARDLINK):
     // the right choice for splice pairs, where a short first splice is normal
-    // (kernel-notes.md §3).
+    // (docs/kernel.md §3).
     Hard,
 };
 
@@ -79,8 +79,8 @@ public:
     void poll(int fd, unsigned events, uint64_t user_data);
 
     // Multishot poll: a completion per wake-up that matches, each with more() set
-    // until the last. Level-checked when armed, edge-triggered after (kernel-notes.md
-    // §2.3).
+    // until the last. Level-checked when armed, edge-triggered after
+    // (docs/kernel.md §2.3).
     void poll_multishot(int fd, unsigned events, uint64_t user_data);
 
     // splice(2) from fd_in to fd_out, neither with an offset. With a link other than
@@ -92,7 +92,7 @@ public:
     // One receive into a buffer the kernel picks from provided-buffer group `group`
     // when data arrives (see ProvidedBuffers): waiting holds no memory. Runs inline:
     // with no data queued, io_uring arms its internal poll instead of an io-wq worker
-    // (kernel-notes.md §8). The completion's buffer() names the buffer; -ENOBUFS when
+    // (docs/kernel.md §8). The completion's buffer() names the buffer; -ENOBUFS when
     // the group was empty, and the data is then still in the socket.
     void recv_provided(int fd, uint16_t group, uint64_t user_data);
 
