@@ -1,6 +1,6 @@
 // Cost of the connection table's three operations: allocate on accept, find on every
 // completion (the generation check), release when a connection ends.
-#include "engine/connection.hpp"
+#include "shard/connection.hpp"
 
 #include <benchmark/benchmark.h>
 
@@ -17,7 +17,7 @@ std::vector<uint32_t> populate(ConnectionTable& table, std::size_t count) {
     std::vector<uint32_t> slots;
     slots.reserve(count);
     for (std::size_t i = 0; i < count; ++i)
-        slots.push_back(table.allocate());
+        slots.push_back(table.allocate().slot);
     return slots;
 }
 
@@ -28,9 +28,9 @@ void BM_ConnectionTable_AllocateRelease(benchmark::State& state) {
     populate(table, static_cast<std::size_t>(state.range(0)));
     table.release(table.allocate()); // one free slot ready
     for (auto _ : state) {
-        uint32_t slot = table.allocate();
-        benchmark::DoNotOptimize(slot);
-        table.release(slot);
+        Connection& conn = table.allocate();
+        benchmark::DoNotOptimize(conn);
+        table.release(conn);
     }
 }
 BENCHMARK(BM_ConnectionTable_AllocateRelease)->Arg(0)->Arg(1000)->Arg(100000);
@@ -43,7 +43,7 @@ void BM_ConnectionTable_Find(benchmark::State& state) {
     std::vector<uint32_t> generations;
     generations.reserve(slots.size());
     for (uint32_t s : slots)
-        generations.push_back(table.at(s).generation);
+        generations.push_back(table.find(s, 0)->generation);
     const std::size_t n = slots.size();
     // A stride coprime with n walks every slot once per n lookups, out of order.
     const std::size_t stride = n > 7919 ? 7919 : 1;

@@ -1,6 +1,6 @@
 // Cost of packing and unpacking the 64-bit user_data every operation carries: done
 // once per submission and once per completion.
-#include "engine/op_tag.hpp"
+#include "shard/op_tag.hpp"
 
 #include <benchmark/benchmark.h>
 
@@ -10,12 +10,14 @@ namespace {
 
 using uringfwd::engine::Op;
 using uringfwd::engine::OpTag;
+using uringfwd::engine::Side;
 
 void BM_OpTag_Encode(benchmark::State& state) {
     uint32_t slot = 0;
     for (auto _ : state) {
         // Inputs change every round so the compiler cannot fold the encoding away.
-        OpTag tag{Op::SpliceIn, static_cast<uint8_t>(slot & 1u), slot * 3u, slot};
+        OpTag tag = OpTag::for_connection(Op::SpliceIn, slot, slot * 3u,
+                                          (slot & 1u) != 0 ? Side::ToClient : Side::ToUpstream);
         uint64_t v = tag.encode();
         benchmark::DoNotOptimize(v);
         ++slot;
@@ -24,7 +26,7 @@ void BM_OpTag_Encode(benchmark::State& state) {
 BENCHMARK(BM_OpTag_Encode);
 
 void BM_OpTag_Decode(benchmark::State& state) {
-    uint64_t v = OpTag{Op::SpliceOut, 1, 12345, 678}.encode();
+    uint64_t v = OpTag::for_connection(Op::SpliceOut, 678, 12345, Side::ToClient).encode();
     for (auto _ : state) {
         benchmark::DoNotOptimize(v);
         OpTag tag = OpTag::decode(v);
@@ -39,7 +41,8 @@ void BM_OpTag_RoundTrip(benchmark::State& state) {
     uint64_t shard_ops = 0;
     for (auto _ : state) {
         const bool shard = (slot & 15u) == 0;
-        OpTag in{shard ? Op::Accept : Op::PollIn, 0, slot, shard ? OpTag::kShardSlot : slot};
+        OpTag in =
+            shard ? OpTag::for_shard(Op::Accept) : OpTag::for_connection(Op::PollIn, slot, slot);
         uint64_t v = in.encode();
         benchmark::DoNotOptimize(v);
         OpTag out = OpTag::decode(v);

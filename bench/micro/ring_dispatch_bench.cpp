@@ -2,7 +2,7 @@
 // at once so only io_uring's own overhead is measured. The Ring API has no NOP, so two
 // stand-ins: a poll on an eventfd that is already readable (completes inline at
 // submission) and a 0 ns timeout (goes through the kernel's timer path).
-#include "engine/op_tag.hpp"
+#include "shard/op_tag.hpp"
 #include "uring/ring.hpp"
 #include "uring/unique_fd.hpp"
 
@@ -41,7 +41,7 @@ bool reap(Ring& ring, unsigned count, uint64_t& checksum) {
 }
 
 uint64_t tag_for(unsigned i) {
-    return OpTag{Op::PollIn, 0, 1, i}.encode();
+    return OpTag::for_connection(Op::PollIn, i, 1).encode();
 }
 
 // range(0) polls on a readable eventfd per submit_and_wait; reported per completion.

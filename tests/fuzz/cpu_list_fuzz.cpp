@@ -1,7 +1,7 @@
 // libFuzzer target for parse_cpu_list: any input must either be rejected with
 // std::invalid_argument or give a sorted, unique, in-range list that survives
 // format_cpu_list() unchanged.
-#include "engine/cpu_list.hpp"
+#include "uringfwd/cpu_list.hpp"
 
 #include <algorithm>
 #include <cstddef>

@@ -32,8 +32,8 @@ read -r -a fmt_flags <<<"$(pkg-config --cflags --libs fmt)"
 
 # target name -> the parser sources it links.
 declare -A sources=(
-    [endpoint]="engine/endpoint.cpp engine/quote_input.cpp"
-    [cpu_list]="engine/cpu_list.cpp engine/quote_input.cpp"
+    [endpoint]="engine/net/endpoint.cpp engine/support/quote_input.cpp"
+    [cpu_list]="engine/platform/cpu_list.cpp engine/support/quote_input.cpp"
 )
 
 status=0

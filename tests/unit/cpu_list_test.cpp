@@ -1,6 +1,6 @@
 // cpulist parsing/formatting against the forms sysfs and taskset produce, and the
 // malformed inputs a user might type.
-#include "engine/cpu_list.hpp"
+#include "uringfwd/cpu_list.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

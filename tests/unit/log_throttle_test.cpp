@@ -1,5 +1,5 @@
 // A burst of identical failures yields a few lines, then a count of the rest.
-#include "engine/log_throttle.hpp"
+#include "support/log_throttle.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // read_numa_topology against fake sysfs trees built in a temporary directory, so every
 // layout can be tested on any machine.
-#include "engine/numa_topology.hpp"
+#include "uringfwd/numa_topology.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // Which CPUs get shards, and when the reuseport steering program can map CPUs to them.
-#include "engine/shard_plan.hpp"
+#include "platform/shard_plan.hpp"
 
 #include <gtest/gtest.h>
 

@@ -15,7 +15,7 @@ namespace uringfwd {
 // How bytes move from one socket to the other.
 enum class DataPath {
     // socket -> pipe -> socket with splice: no copy, but every splice runs on an io-wq
-    // kernel thread (kernel-notes.md §1), a hop that costs latency.
+    // kernel thread (docs/kernel.md §1), a hop that costs latency.
     Splice,
     // receive into a provided buffer, then send: two copies, but both run inline on
     // the shard's thread with no io-wq hop.
@@ -56,7 +56,7 @@ struct EngineConfig {
     bool steer_by_cpu = true;
 
     // Where each shard's io-wq kernel workers may run: on the shard's own CPU (a splice
-    // finishing on another CPU costs ~3x, kernel-notes.md §9) or anywhere on its node.
+    // finishing on another CPU costs 2.3-2.9x, docs/kernel.md §9) or anywhere on its node.
     enum class WorkerPlacement { ShardCpu, ShardNode };
     WorkerPlacement worker_placement = WorkerPlacement::ShardCpu;
 

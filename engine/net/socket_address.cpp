@@ -1,4 +1,4 @@
-#include "socket_address.hpp"
+#include "net/socket_address.hpp"
 
 #include <arpa/inet.h>
 #include <netdb.h>

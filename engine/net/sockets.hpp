@@ -2,7 +2,7 @@
 // per byte.
 #pragma once
 
-#include "socket_address.hpp"
+#include "net/socket_address.hpp"
 #include "uring/unique_fd.hpp"
 
 #include <string>
@@ -29,7 +29,7 @@ void set_no_delay(int fd);
 // stream was cut rather than ended.
 void set_reset_on_close(int fd);
 
-// Connection steering for a shard's listener (kernel-notes.md §9). SO_INCOMING_CPU
+// Connection steering for a shard's listener (docs/kernel.md §9). SO_INCOMING_CPU
 // alone makes the kernel's reuseport hash prefer the listener of the receiving CPU;
 // the classic BPF program, attached to any socket of the group, picks listener number
 // (receiving CPU - base), which equals the shard index when shards sit on consecutive

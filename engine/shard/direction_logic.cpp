@@ -1,4 +1,4 @@
-#include "direction_logic.hpp"
+#include "shard/direction_logic.hpp"
 
 #include <cerrno>
 
@@ -25,7 +25,7 @@ const char* to_string(Next next) {
 namespace {
 // -EAGAIN is the normal "nothing to do right now" of a non-blocking splice. On the
 // source side it means the socket is empty (the pipe cannot be full: pairs start on an
-// empty pipe, kernel-notes.md §2.4); on the destination side it means the socket
+// empty pipe, docs/kernel.md §2.4); on the destination side it means the socket
 // buffer is full or the pipe was empty.
 bool failed(int result) {
     return result < 0 && result != -EAGAIN;
@@ -54,7 +54,7 @@ Next after_pair(const PairOutcome& o) {
     // again at once, since data most likely arrived meanwhile. A small one (a request,
     // a reply) probably emptied the socket, and another splice would most likely cost
     // an io-wq round trip just to return -EAGAIN; a one-shot POLLIN checks readiness
-    // inline instead (kernel-notes.md §1.7, §2.3) and completes at once if more came.
+    // inline instead (docs/kernel.md §1.7, §2.3) and completes at once if more came.
     if (static_cast<std::size_t>(o.in) >= bulk_threshold(o.capacity))
         return Next::SpliceAgain;
     return Next::WaitReadable;

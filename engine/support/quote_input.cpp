@@ -1,4 +1,4 @@
-#include "quote_input.hpp"
+#include "support/quote_input.hpp"
 
 #include <fmt/format.h>
 

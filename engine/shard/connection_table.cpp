@@ -1,8 +1,8 @@
-#include "connection.hpp"
+#include "shard/connection.hpp"
 
 namespace uringfwd::engine {
 
-uint32_t ConnectionTable::allocate() {
+Connection& ConnectionTable::allocate() {
     uint32_t slot;
     if (!free_.empty()) {
         slot = free_.back();
@@ -12,17 +12,16 @@ uint32_t ConnectionTable::allocate() {
         slots_.push_back(std::make_unique<Connection>());
     }
     Connection& c = *slots_[slot];
+    c.slot = slot;
     c.in_use = true;
-    c.phase = Phase::Connecting;
-    c.reset_on_close = false;
-    c.ops_in_flight = 0;
-    return slot;
+    return c;
 }
 
-void ConnectionTable::release(uint32_t slot) {
-    Connection& c = *slots_[slot];
+void ConnectionTable::release(Connection& c) {
+    uint32_t slot = c.slot;
     uint32_t next_generation = (c.generation + 1) & 0xffffffu;
     c = Connection{};
+    c.slot = slot;
     c.generation = next_generation;
     free_.push_back(slot);
 }

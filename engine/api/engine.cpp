@@ -1,12 +1,12 @@
 #include "uringfwd/engine.hpp"
 
-#include "cpu_affinity.hpp"
-#include "cpu_list.hpp"
-#include "logger.hpp"
-#include "numa_topology.hpp"
-#include "shard.hpp"
-#include "shard_plan.hpp"
-#include "socket_address.hpp"
+#include "net/socket_address.hpp"
+#include "platform/cpu_affinity.hpp"
+#include "platform/shard_plan.hpp"
+#include "shard/shard.hpp"
+#include "support/logger.hpp"
+#include "uringfwd/cpu_list.hpp"
+#include "uringfwd/numa_topology.hpp"
 
 #include <sys/un.h>
 #include <unistd.h>
@@ -64,15 +64,16 @@ public:
             engine::ShardSetup setup;
             setup.index = static_cast<int>(i);
             setup.config = &config_;
-            setup.listen = listen;
             setup.upstream = upstream;
             setup.cpu = cpus[i];
             setup.worker_cpus = worker_cpus(cpus[i]);
-            setup.set_incoming_cpu = config_.steer_by_cpu && tcp;
+            setup.listener.address = listen;
+            setup.listener.cpu = cpus[i];
+            setup.listener.set_incoming_cpu = config_.steer_by_cpu && tcp;
             if (i == 0)
-                setup.steering_base = steering_base;
+                setup.listener.steering_base = steering_base;
             else if (!tcp)
-                setup.shared_listener = shards_[0]->listener_fd();
+                setup.listener.shared_fd = shards_[0]->listener_fd();
             launch_shard(std::move(setup));
             if (i == 0) // port 0 is resolved by the first bind; the others join that port
                 listen = bound_ = shards_[0]->bound_address();

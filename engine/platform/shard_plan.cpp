@@ -1,6 +1,6 @@
-#include "shard_plan.hpp"
+#include "platform/shard_plan.hpp"
 
-#include "cpu_list.hpp"
+#include "uringfwd/cpu_list.hpp"
 
 #include <algorithm>
 #include <stdexcept>

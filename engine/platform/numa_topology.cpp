@@ -1,7 +1,7 @@
 // NUMA topology from sysfs; see numa_topology.hpp.
-#include "numa_topology.hpp"
+#include "uringfwd/numa_topology.hpp"
 
-#include "cpu_list.hpp"
+#include "uringfwd/cpu_list.hpp"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "sockets.hpp"
+#include "net/sockets.hpp"
 
 #include <linux/filter.h>
 #include <netinet/in.h>

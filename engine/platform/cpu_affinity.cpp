@@ -1,4 +1,4 @@
-#include "cpu_affinity.hpp"
+#include "platform/cpu_affinity.hpp"
 
 #include <pthread.h>
 #include <sched.h>

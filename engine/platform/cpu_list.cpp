@@ -1,7 +1,7 @@
 // cpulist parsing and formatting; see cpu_list.hpp for the accepted syntax.
-#include "cpu_list.hpp"
+#include "uringfwd/cpu_list.hpp"
 
-#include "quote_input.hpp"
+#include "support/quote_input.hpp"
 
 #include <fmt/format.h>
 

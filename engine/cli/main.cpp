@@ -2,8 +2,8 @@
 // embedding application can do everything this file does.
 #include "uringfwd/engine.hpp"
 
-#include "cpu_list.hpp"
-#include "numa_topology.hpp"
+#include "uringfwd/cpu_list.hpp"
+#include "uringfwd/numa_topology.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

@@ -2,7 +2,7 @@
 // deterministic and cheap enough to run on every configuration reload and under a fuzzer.
 #include "uringfwd/endpoint.hpp"
 
-#include "quote_input.hpp"
+#include "support/quote_input.hpp"
 
 #include <arpa/inet.h>
 #include <fmt/format.h>

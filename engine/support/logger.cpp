@@ -1,4 +1,4 @@
-#include "logger.hpp"
+#include "support/logger.hpp"
 
 #include <unistd.h>
 

@@ -1,0 +1,43 @@
+// Why a connection ended. Every connection ends with exactly one reason, counted per
+// reason in EngineStats (closed_<name>).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+// The one list of close reasons: R(Enumerator, name, help). `arg` is passed through to
+// R untouched, so the counter list (counter_list.hpp) can turn each reason into a
+// counter without declaring it again.
+#define URINGFWD_CLOSE_REASONS(R, arg)                                                             \
+    R(arg, Clean, clean, "both directions ended with FIN and every byte was delivered")            \
+    R(arg, ClientReset, client_reset, "the client reset the connection or a read/write failed")    \
+    R(arg, UpstreamReset, upstream_reset,                                                          \
+      "the upstream reset the connection or a read/write failed")                                  \
+    R(arg, Refused, refused, "the upstream refused the connection or was unreachable")             \
+    R(arg, ConnectTimeout, connect_timeout, "the upstream did not accept within connect_timeout")  \
+    R(arg, DrainTimeout, drain_timeout, "still open when the drain after stop() ran out")          \
+    R(arg, Stopped, stopped, "reset by a stop without drain")                                      \
+    R(arg, LocalError, local_error,                                                                \
+      "the engine could not serve it (no socket for the upstream, an unexpected result)")
+
+namespace uringfwd {
+
+#define URINGFWD_CLOSE_ENUMERATOR(arg, enumerator, name, help) enumerator,
+enum class CloseReason : uint8_t { URINGFWD_CLOSE_REASONS(URINGFWD_CLOSE_ENUMERATOR, ) };
+#undef URINGFWD_CLOSE_ENUMERATOR
+
+#define URINGFWD_CLOSE_ONE(arg, enumerator, name, help) +1
+inline constexpr std::size_t kCloseReasonCount = 0 URINGFWD_CLOSE_REASONS(URINGFWD_CLOSE_ONE, );
+#undef URINGFWD_CLOSE_ONE
+
+// "clean", "client_reset", ...
+std::string_view to_string(CloseReason reason);
+
+// Whether the connection is closed with RST on both sides (SO_LINGER {1, 0}) rather
+// than FIN: every reason but a clean end means the stream was cut.
+constexpr bool closes_with_reset(CloseReason reason) {
+    return reason != CloseReason::Clean;
+}
+
+} // namespace uringfwd

@@ -1,0 +1,41 @@
+// Every counter the engine keeps, declared once: X(name, kind, help). The public
+// EngineStats fields, the shards' own counters, the SIGUSR1 line and any metrics
+// exposition are all generated from this list, so a new counter is one line here
+// (plus the code that counts it).
+#pragma once
+
+#include "uringfwd/close_reason.hpp"
+
+// kind: Counter (only grows) or Gauge (goes up and down).
+#define URINGFWD_PLAIN_COUNTERS(X)                                                                 \
+    X(accepted, Counter, "client connections accepted")                                            \
+    X(active, Gauge, "connections open now")                                                       \
+    X(upstream_failures, Counter, "upstream connects refused, unreachable or timed out")           \
+    X(bytes_to_upstream, Counter, "bytes forwarded client -> upstream")                            \
+    X(bytes_to_client, Counter, "bytes forwarded upstream -> client")                              \
+    X(splices, Counter, "splice operations completed")                                             \
+    X(short_splices, Counter, "pipe->socket splices that moved less than the pipe held")           \
+    X(eagains, Counter, "splices that returned EAGAIN")                                            \
+    X(enters, Counter, "io_uring_enter calls")                                                     \
+    X(completions, Counter, "completions (CQEs) reaped")                                           \
+    X(pipes_created, Counter, "pipes created")                                                     \
+    X(pipes_leased, Gauge, "pipes leased to directions now")                                       \
+    X(pipes_closed_dirty, Counter, "pipes closed because they still held bytes")                   \
+    X(pipe_size_reductions, Counter, "times the kernel refused the pipe size and it was halved")   \
+    X(pipe_waits, Counter, "times a direction had to wait for a pipe")                             \
+    X(accept_backoffs, Counter, "accepting paused for lack of file descriptors")                   \
+    X(copy_receives, Counter, "copy path: receives that brought bytes")                            \
+    X(copy_sends, Counter, "copy path: sends completed")                                           \
+    X(buffers_out, Gauge, "copy buffers held now (received, not all sent)")                        \
+    X(buffer_waits, Counter, "receives that found every copy buffer out")                          \
+    X(switches_to_splice, Counter, "directions that turned bulk and moved to splice")              \
+    X(switches_to_copy, Counter, "directions that turned small and moved back to copying")         \
+    X(iowq_threads, Gauge, "io-wq kernel workers serving the shard(s) now")
+
+// One counter per close reason: closed_clean, closed_client_reset, ...
+#define URINGFWD_CLOSE_REASON_COUNTER(X, enumerator, name, help)                                   \
+    X(closed_##name, Counter, "connections closed: " help)
+
+#define URINGFWD_COUNTERS(X)                                                                       \
+    URINGFWD_PLAIN_COUNTERS(X)                                                                     \
+    URINGFWD_CLOSE_REASONS(URINGFWD_CLOSE_REASON_COUNTER, X)

@@ -1,0 +1,69 @@
+// One proxied connection: the client socket, the upstream socket, and the two
+// directions that move bytes between them; and the table of a shard's connections.
+// The life cycle is in connections.cpp.
+#pragma once
+
+#include "net/socket_address.hpp"
+#include "shard/direction_state.hpp"
+#include "shard/op_tag.hpp"
+#include "shard/shard_io.hpp"
+#include "uring/unique_fd.hpp"
+#include "uringfwd/close_reason.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace uringfwd::engine {
+
+enum class Phase : uint8_t { Connecting, Forwarding, Closing };
+
+struct Connection {
+    uint32_t slot = 0; // its place in the table, fixed for the table's lifetime
+    uint32_t generation = 0;
+    bool in_use = false;
+    Phase phase = Phase::Connecting;
+    CloseReason close_reason = CloseReason::Clean; // set when it starts closing
+    uring::UniqueFd client;
+    uring::UniqueFd upstream;
+    const SocketAddress* upstream_address = nullptr; // where upstream connects to
+    Direction dirs[2];
+    InFlight in_flight; // the slot is freed once nothing is
+
+    Direction& dir(Side side) { return dirs[static_cast<int>(side)]; }
+    const Direction& dir(Side side) const { return dirs[static_cast<int>(side)]; }
+    bool both_done() const {
+        return dirs[0].state == DirState::Done && dirs[1].state == DirState::Done;
+    }
+    // The tag of one of this connection's operations.
+    OpTag tag(Op op, Side side = Side::ToUpstream) const {
+        return OpTag::for_connection(op, slot, generation, side);
+    }
+};
+
+// Slots for connections, reused through a free list. Connections never move, so a
+// slot index in a completion's user_data stays valid for the connection's lifetime.
+class ConnectionTable {
+public:
+    // A fresh connection (in_use, phase Connecting) in a free slot.
+    Connection& allocate();
+    // Resets the connection (closing what it still owns) and frees its slot.
+    void release(Connection& conn);
+
+    // The connection in slot if it is still the one with this generation.
+    Connection* find(uint32_t slot, uint32_t generation);
+
+    std::size_t active() const { return slots_.size() - free_.size(); }
+
+    template <typename F> void for_each_active(F&& f) {
+        for (const auto& conn : slots_)
+            if (conn->in_use)
+                f(*conn);
+    }
+
+private:
+    std::vector<std::unique_ptr<Connection>> slots_;
+    std::vector<uint32_t> free_;
+};
+
+} // namespace uringfwd::engine

@@ -1,0 +1,58 @@
+// The state of one direction of a connection (source socket -> destination socket):
+// where it is in its state machine and what it holds. The behaviour is in
+// directions.cpp; the decisions, as pure functions, in direction_logic.hpp.
+#pragma once
+
+#include "pipes/pipe.hpp"
+#include "shard/direction_logic.hpp"
+
+#include <cstdint>
+#include <optional>
+
+namespace uringfwd::engine {
+
+enum class DirState : uint8_t {
+    Idle,        // not started (connection still connecting)
+    PollingIn,   // one-shot POLLIN armed on the source; holds no pipe
+    WaitingPipe, // source readable, no pipe free: queued for one
+    Splicing,    // socket->pipe->socket pair in flight
+    PollingOut,  // bytes in the pipe, destination full: POLLOUT armed
+    Draining,    // pipe->socket splice in flight
+    Copying,     // copy path: receives and sends in flight or queued (see Direction)
+    Done,        // source ended, everything delivered, destination's write side shut
+};
+
+// Bytes received into a provided buffer and not yet all sent.
+struct CopyChunk {
+    uint16_t buffer = 0;
+    uint32_t length = 0;
+    uint32_t sent = 0;
+};
+
+struct Direction {
+    int src = -1;
+    int dst = -1;
+    DirState state = DirState::Idle;
+    std::optional<pipes::Pipe> pipe; // leased only while bytes may move
+    int pair_in = 0;                 // results of the pair in flight
+    int pair_out = 0;
+    uint8_t pair_pending = 0;
+    bool watching = false; // a multishot error watch is armed on src
+
+    // Copy path. At most two chunks: one being sent while the next is received, so a
+    // direction never holds more than two buffers and order is kept by construction
+    // (one receive and one send in flight at most, chunks sent first in, first out).
+    static constexpr uint8_t kMaxChunks = 2;
+    Path path = Path::Splice;
+    CopyChunk chunks[kMaxChunks];
+    uint8_t chunk_count = 0;
+    uint8_t full_in_a_row = 0;   // full buffers received in a row (Auto's bulk signal)
+    uint8_t small_in_a_row = 0;  // small splice reads in a row (Auto's chat signal)
+    bool receiving = false;      // a receive is in flight
+    bool sending = false;        // a send of chunks[0] is in flight
+    bool source_ended = false;   // a receive returned 0 (FIN)
+    bool to_splice = false;      // move to the splice path once the chunks are sent
+    bool waiting_buffer = false; // the buffer group was empty: queued for one
+};
+
+} // namespace uringfwd::engine

@@ -1,0 +1,447 @@
+#include "shard/directions.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+
+namespace uringfwd::engine {
+
+namespace {
+
+// Both splices of a pair and every drain are non-blocking: the sockets are
+// O_NONBLOCK and the pipes too (a TCP source heeds only the socket's flag), and
+// SPLICE_F_NONBLOCK as well, which an AF_UNIX source also heeds (docs/kernel.md
+// §2.1). None of them can park an io-wq thread.
+constexpr unsigned kSpliceFlags = SPLICE_F_NONBLOCK;
+
+// A send to a peer that has gone must fail with EPIPE, not raise SIGPIPE in an
+// application that embeds the engine and never thought of it.
+constexpr int kSendFlags = MSG_NOSIGNAL;
+
+constexpr std::chrono::milliseconds kPipeRetryDelay{50};
+
+// Which peer a failure cut the stream at, as a close reason.
+CloseReason reset_of(Side side, bool at_source) {
+    bool client = (side == Side::ToUpstream) == at_source;
+    return client ? CloseReason::ClientReset : CloseReason::UpstreamReset;
+}
+Outcome source_failed(Side side, const char* action, int error) {
+    return Outcome::failed(reset_of(side, true), action, source_name(side), error);
+}
+Outcome destination_failed(Side side, const char* action, int error) {
+    return Outcome::failed(reset_of(side, false), action, destination_name(side), error);
+}
+
+} // namespace
+
+Outcome Directions::start(Connection& conn, Side side) {
+    Direction& dir = conn.dir(side);
+    dir.path = shard_.buffers != nullptr ? first_path(shard_.data_path) : Path::Splice;
+    if (dir.path == Path::Copy)
+        return pump_copy(conn, side);
+    start_reading(conn, side);
+    return Outcome::running();
+}
+
+Outcome Directions::on_completion(Connection& conn, Side side, Op op, const uring::Completion& c) {
+    switch (op) {
+    case Op::PollIn:
+        return on_readable(conn, side, c.result);
+    case Op::PollOut:
+        return on_writable(conn, side, c.result);
+    case Op::SpliceIn:
+    case Op::SpliceOut:
+        return on_pair_half(conn, side, op, c.result);
+    case Op::Drain:
+        return on_drained(conn, side, c.result);
+    case Op::Recv:
+        return on_received(conn, side, c);
+    case Op::Send:
+        return on_sent(conn, side, c.result);
+    case Op::ErrorWatch:
+        return on_error_watch(conn, side, c.result, c.more());
+    default:
+        return Outcome::failed(CloseReason::LocalError, "an unknown operation on", "connection", 0);
+    }
+}
+
+// ---------------------------------------------------------------- splice path
+
+void Directions::start_reading(Connection& conn, Side side) {
+    Direction& dir = conn.dir(side);
+    dir.state = DirState::PollingIn;
+    // One-shot and level-checked when armed (docs/kernel.md §2.3): if data is already
+    // queued it completes at once, inline, without an io-wq thread.
+    shard_.io.poll(conn.in_flight, conn.tag(Op::PollIn, side), dir.src, POLLIN);
+}
+
+Outcome Directions::on_readable(Connection& conn, Side side, int result) {
+    if (conn.phase == Phase::Closing)
+        return Outcome::running();
+    if (result < 0)
+        return source_failed(side, "polling", result);
+    Direction& dir = conn.dir(side);
+    dir.pipe = shard_.pool.lease();
+    if (!dir.pipe) {
+        dir.state = DirState::WaitingPipe;
+        pipe_waiters_.push_back({conn.slot, conn.generation, side});
+        bump(shard_.io.counters().pipe_waits);
+        return Outcome::running();
+    }
+    start_pair(conn, side);
+    return Outcome::running();
+}
+
+void Directions::start_pair(Connection& conn, Side side) {
+    Direction& dir = conn.dir(side);
+    dir.state = DirState::Splicing;
+    dir.pair_pending = 2;
+    // The pipe is empty here, so the second splice moves exactly what the first put
+    // in, or stops early when the destination is full.
+    shard_.io.splice_pair(conn.in_flight, conn.tag(Op::SpliceIn, side),
+                          conn.tag(Op::SpliceOut, side), dir.src, dir.pipe->write_fd(),
+                          dir.pipe->read_fd(), dir.dst, static_cast<unsigned>(dir.pipe->capacity()),
+                          kSpliceFlags);
+}
+
+void Directions::count_bytes(Side side, int moved) {
+    if (moved <= 0)
+        return;
+    ShardCounters& counters = shard_.io.counters();
+    bump(side == Side::ToUpstream ? counters.bytes_to_upstream : counters.bytes_to_client,
+         static_cast<uint64_t>(moved));
+}
+
+Outcome Directions::on_pair_half(Connection& conn, Side side, Op op, int result) {
+    Direction& dir = conn.dir(side);
+    ShardCounters& counters = shard_.io.counters();
+    (op == Op::SpliceIn ? dir.pair_in : dir.pair_out) = result;
+    bump(counters.splices);
+    if (result == -EAGAIN)
+        bump(counters.eagains);
+    if (--dir.pair_pending > 0)
+        return Outcome::running();
+
+    // Account first, whatever happens next: the counter decides whether this pipe may
+    // ever be reused, so it must be exact even for a connection being torn down.
+    if (dir.pair_in > 0)
+        dir.pipe->filled(static_cast<std::size_t>(dir.pair_in));
+    if (dir.pair_out > 0)
+        dir.pipe->drained(static_cast<std::size_t>(dir.pair_out));
+    count_bytes(side, dir.pair_out);
+    if (dir.pair_in > 0 && !dir.pipe->empty())
+        bump(counters.short_splices);
+
+    if (conn.phase == Phase::Closing)
+        return Outcome::running();
+    Next next = after_pair({dir.pair_in, dir.pair_out, dir.pipe->bytes(), dir.pipe->capacity()});
+    return follow(conn, side, next, dir.pair_in, dir.pair_out);
+}
+
+Outcome Directions::on_writable(Connection& conn, Side side, int result) {
+    if (conn.phase == Phase::Closing)
+        return Outcome::running();
+    if (result < 0)
+        return destination_failed(side, "polling", result);
+    Direction& dir = conn.dir(side);
+    dir.state = DirState::Draining;
+    shard_.io.splice(conn.in_flight, conn.tag(Op::Drain, side), dir.pipe->read_fd(), dir.dst,
+                     static_cast<unsigned>(dir.pipe->bytes()), kSpliceFlags);
+    return Outcome::running();
+}
+
+Outcome Directions::on_drained(Connection& conn, Side side, int result) {
+    Direction& dir = conn.dir(side);
+    bump(shard_.io.counters().splices);
+    if (result == -EAGAIN)
+        bump(shard_.io.counters().eagains);
+    if (result > 0)
+        dir.pipe->drained(static_cast<std::size_t>(result));
+    count_bytes(side, result);
+    if (conn.phase == Phase::Closing)
+        return Outcome::running();
+    return follow(conn, side, after_drain(result, dir.pipe->bytes()), /*read_result=*/0, result);
+}
+
+Outcome Directions::follow(Connection& conn, Side side, Next next, int read_result,
+                           int write_result) {
+    Direction& dir = conn.dir(side);
+    switch (next) {
+    case Next::SpliceAgain:
+        dir.small_in_a_row = 0; // a bulk read
+        start_pair(conn, side);
+        return Outcome::running();
+    case Next::WaitReadable: {
+        bool small = splice_turns_small(shard_.data_path, read_result, dir.pipe->capacity(),
+                                        dir.small_in_a_row);
+        // An idle direction holds no pipe: 10 000 idle connections cost no pipe memory.
+        release_pipe(dir, false);
+        if (small) {
+            // A request or reply: the next one is most likely small too, and copying it
+            // saves the io-wq hop. The watch stays: it is harmless while receiving.
+            bump(shard_.io.counters().switches_to_copy);
+            dir.path = Path::Copy;
+            dir.full_in_a_row = 0;
+            dir.small_in_a_row = 0;
+            return pump_copy(conn, side);
+        }
+        unwatch_source(conn, side); // the POLLIN poll reports errors too
+        start_reading(conn, side);
+        return Outcome::running();
+    }
+    case Next::WaitWritable:
+        watch_source(conn, side);
+        dir.state = DirState::PollingOut;
+        shard_.io.poll(conn.in_flight, conn.tag(Op::PollOut, side), dir.dst, POLLOUT);
+        return Outcome::running();
+    case Next::SourceEnded:
+        release_pipe(dir, false);
+        return end_direction(conn, side);
+    case Next::SourceFailed:
+        return source_failed(side, "reading", read_result);
+    case Next::DestFailed:
+        return destination_failed(side, "writing", write_result);
+    }
+    return Outcome::running();
+}
+
+Outcome Directions::end_direction(Connection& conn, Side side) {
+    Direction& dir = conn.dir(side);
+    // Half-close: pass the FIN on; the other direction keeps flowing.
+    ::shutdown(dir.dst, SHUT_WR);
+    dir.state = DirState::Done;
+    return Outcome::finished();
+}
+
+void Directions::watch_source(Connection& conn, Side side) {
+    Direction& dir = conn.dir(side);
+    if (dir.watching)
+        return;
+    // Nothing reads this source while the direction waits for its destination or has
+    // finished, and the other direction may be idle: nothing would notice a reset of
+    // this peer. Watch it for errors. A one-shot poll cannot: the kernel always adds
+    // POLLRDHUP, POLLHUP and POLLERR (io_uring/poll.c io_init_poll_iocb), and a source
+    // that sent FIN reports POLLRDHUP for good, so it would complete at once. A
+    // multishot poll reports that once, then only new wake-ups: the reset's POLLERR.
+    shard_.io.poll_multishot(conn.in_flight, conn.tag(Op::ErrorWatch, side), dir.src,
+                             POLLERR | POLLHUP);
+    dir.watching = true;
+}
+
+void Directions::unwatch_source(Connection& conn, Side side) {
+    Direction& dir = conn.dir(side);
+    if (!dir.watching)
+        return;
+    shard_.io.cancel(conn.in_flight, conn.tag(Op::ErrorWatch, side), conn.tag(Op::Cancel, side));
+    dir.watching = false; // its last completion (-ECANCELED) is still to come
+}
+
+Outcome Directions::on_error_watch(Connection& conn, Side side, int result, bool more) {
+    if (!more)
+        conn.dir(side).watching = false;
+    if (conn.phase == Phase::Closing || result < 0)
+        return Outcome::running();
+    // POLLERR: the watched source was reset (or, for a Unix peer, closed with our
+    // bytes unread). Nothing it sent can be trusted to be complete any more and nothing
+    // can be delivered to it: reset the other side too. The first completion
+    // (POLLRDHUP after a FIN) and POLLHUP (both halves shut, data may still be queued)
+    // are no reason to.
+    if (result & POLLERR)
+        return source_failed(side, "reset while nobody read from it:", 0);
+    return Outcome::running();
+}
+
+void Directions::release(Connection& conn, bool verify) {
+    for (Direction& dir : conn.dirs) {
+        release_pipe(dir, verify);
+        give_back_chunks(dir);
+    }
+}
+
+void Directions::release_pipe(Direction& dir, bool verify) {
+    if (!dir.pipe)
+        return;
+    shard_.pool.give_back(std::move(*dir.pipe), verify ? pipes::PipePool::Check::AskKernel
+                                                       : pipes::PipePool::Check::Counter);
+    dir.pipe.reset();
+}
+
+void Directions::resume_waiters(ConnectionTable& table, const OutcomeHandler& handle) {
+    resume_pipe_waiters(table);
+    resume_buffer_waiters(table, handle);
+}
+
+void Directions::resume_pipe_waiters(ConnectionTable& table) {
+    while (!pipe_waiters_.empty()) {
+        Waiting w = pipe_waiters_.front();
+        Connection* conn = table.find(w.slot, w.generation);
+        if (conn == nullptr || conn->phase != Phase::Forwarding ||
+            conn->dir(w.side).state != DirState::WaitingPipe) {
+            pipe_waiters_.pop_front();
+            continue;
+        }
+        std::optional<pipes::Pipe> pipe = shard_.pool.lease();
+        if (!pipe)
+            break;
+        pipe_waiters_.pop_front();
+        conn->dir(w.side).pipe = std::move(pipe);
+        start_pair(*conn, w.side);
+    }
+    // If no pipe is out, none will come back to wake the waiters: the kernel refused
+    // to make one (fd or pipe budget). Try again a little later.
+    if (!pipe_waiters_.empty() && shard_.pool.counters().leased_now == 0 && !retry_armed_ &&
+        !stopping_) {
+        retry_armed_ = true;
+        shard_.io.timeout(in_flight_, OpTag::for_shard(Op::PipeRetry), kPipeRetryDelay);
+    }
+}
+
+void Directions::stop() {
+    stopping_ = true;
+    if (retry_armed_)
+        shard_.io.cancel(in_flight_, OpTag::for_shard(Op::PipeRetry),
+                         OpTag::for_shard(Op::PipeRetryCancel));
+}
+
+// ---------------------------------------------------------------- copy path
+// Receive into a provided buffer, send it on. Both run inline on the shard's thread
+// (io_uring polls internally when the socket is not ready, docs/kernel.md §8), so a
+// small message costs no io-wq hop, which is what the splice path pays on every
+// splice (§1.1, §1.7).
+
+// Everything a copying direction does next follows from its state, so every event
+// ends here: send the oldest chunk if no send is in flight, then receive, finish or
+// move to splice.
+Outcome Directions::pump_copy(Connection& conn, Side side) {
+    Direction& dir = conn.dir(side);
+    dir.state = DirState::Copying;
+    if (!dir.sending && dir.chunk_count > 0)
+        send_first_chunk(conn, side);
+    if (dir.receiving || dir.waiting_buffer)
+        return Outcome::running();
+    bool all_sent = dir.chunk_count == 0 && !dir.sending;
+    if (!all_sent &&
+        (dir.source_ended || dir.to_splice || dir.chunk_count == Direction::kMaxChunks)) {
+        // Nothing reads the source until the destination takes what we hold, which
+        // may be never: watch the source so that its reset is not missed (as the
+        // splice path does while it waits for POLLOUT).
+        watch_source(conn, side);
+        return Outcome::running();
+    }
+    if (dir.source_ended)
+        return end_direction(conn, side);
+    if (dir.to_splice) {
+        // Every received byte has been sent, so the splice path starts on an empty
+        // stream: nothing is reordered by the switch.
+        dir.to_splice = false;
+        dir.path = Path::Splice;
+        bump(shard_.io.counters().switches_to_splice);
+        start_reading(conn, side);
+        return Outcome::running();
+    }
+    shard_.io.recv_provided(conn.in_flight, conn.tag(Op::Recv, side), dir.src,
+                            shard_.buffers->group());
+    dir.receiving = true;
+    return Outcome::running();
+}
+
+void Directions::send_first_chunk(Connection& conn, Side side) {
+    Direction& dir = conn.dir(side);
+    const CopyChunk& chunk = dir.chunks[0];
+    shard_.io.send(conn.in_flight, conn.tag(Op::Send, side), dir.dst,
+                   shard_.buffers->data(chunk.buffer) + chunk.sent, chunk.length - chunk.sent,
+                   kSendFlags);
+    dir.sending = true;
+}
+
+Outcome Directions::on_received(Connection& conn, Side side, const uring::Completion& c) {
+    Direction& dir = conn.dir(side);
+    uring::ProvidedBuffers& buffers = *shard_.buffers;
+    dir.receiving = false;
+    std::optional<uint16_t> buffer = c.buffer();
+    if (buffer) {
+        buffers.take(*buffer);
+        if (c.result <= 0 || conn.phase == Phase::Closing)
+            buffers.give_back(*buffer); // nothing in it that anyone wants
+    }
+    if (conn.phase == Phase::Closing)
+        return Outcome::running();
+    if (c.result > 0) {
+        if (!buffer)
+            return Outcome::failed(CloseReason::LocalError, "a receive without a buffer from",
+                                   source_name(side), 0);
+        dir.chunks[dir.chunk_count++] = CopyChunk{*buffer, static_cast<uint32_t>(c.result), 0};
+        bump(shard_.io.counters().copy_receives);
+        if (copy_turns_bulk(shard_.data_path, c.result, buffers.buffer_size(), dir.full_in_a_row))
+            dir.to_splice = true;
+    } else if (c.result == 0) {
+        dir.source_ended = true;
+    } else if (c.result == -ENOBUFS) {
+        // Every buffer is out; the data is still in the socket.
+        bump(shard_.io.counters().buffer_waits);
+        if (shard_.data_path == DataPath::Auto) {
+            dir.to_splice = true; // a pipe will do
+        } else {
+            dir.waiting_buffer = true;
+            buffer_waiters_.push_back({conn.slot, conn.generation, side});
+            watch_source(conn, side);
+        }
+    } else {
+        return source_failed(side, "reading", c.result);
+    }
+    return pump_copy(conn, side);
+}
+
+Outcome Directions::on_sent(Connection& conn, Side side, int result) {
+    Direction& dir = conn.dir(side);
+    dir.sending = false;
+    if (conn.phase == Phase::Closing)
+        return Outcome::running(); // the chunks go back in release()
+    // A full socket does not come back as -EAGAIN: io_uring then waits for room with
+    // its internal poll, since sock_sendmsg() goes by the message flags, not the
+    // file's O_NONBLOCK (io_uring/net.c io_send). So any result <= 0 is a failure.
+    if (result <= 0)
+        return destination_failed(side, result == 0 ? "nothing was sent to" : "writing", result);
+    bump(shard_.io.counters().copy_sends);
+    count_bytes(side, result);
+    CopyChunk& first = dir.chunks[0];
+    first.sent += static_cast<uint32_t>(result);
+    if (first.sent == first.length) {
+        shard_.buffers->give_back(first.buffer);
+        for (uint8_t i = 1; i < dir.chunk_count; ++i)
+            dir.chunks[i - 1] = dir.chunks[i];
+        --dir.chunk_count;
+    }
+    return pump_copy(conn, side);
+}
+
+void Directions::give_back_chunks(Direction& dir) {
+    for (uint8_t i = 0; i < dir.chunk_count; ++i)
+        shard_.buffers->give_back(dir.chunks[i].buffer);
+    dir.chunk_count = 0;
+}
+
+void Directions::resume_buffer_waiters(ConnectionTable& table, const OutcomeHandler& handle) {
+    if (shard_.buffers == nullptr)
+        return;
+    // Wake no more waiters than there are buffers in the ring: the others would only
+    // find it empty again.
+    unsigned free_buffers = shard_.buffers->count() - shard_.buffers->out();
+    while (!buffer_waiters_.empty() && free_buffers > 0) {
+        Waiting w = buffer_waiters_.front();
+        buffer_waiters_.pop_front();
+        Connection* conn = table.find(w.slot, w.generation);
+        if (conn == nullptr || conn->phase != Phase::Forwarding ||
+            !conn->dir(w.side).waiting_buffer)
+            continue;
+        conn->dir(w.side).waiting_buffer = false;
+        --free_buffers;
+        Outcome outcome = pump_copy(*conn, w.side);
+        if (outcome.kind != Outcome::Kind::Running)
+            handle(*conn, w.side, outcome);
+    }
+}
+
+} // namespace uringfwd::engine

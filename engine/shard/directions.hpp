@@ -1,0 +1,102 @@
+// The two directions of every connection of a shard: each moves bytes from its source
+// socket to its destination, by splice (socket -> pipe -> socket) or by copy (receive
+// into a provided buffer, send), and under DataPath::Auto switches between the two.
+// A direction never closes its connection: every event returns an Outcome, and the
+// connection (connections.cpp) decides what follows.
+#pragma once
+
+#include "shard/connection.hpp"
+#include "shard/shard_context.hpp"
+
+#include <deque>
+#include <functional>
+
+namespace uringfwd::engine {
+
+struct Outcome {
+    enum class Kind : uint8_t {
+        Running,  // nothing for the connection to do
+        Finished, // the source ended and everything was delivered; FIN passed on
+        Failed,   // the stream is cut: the connection must close with `reason`
+    };
+    Kind kind = Kind::Running;
+    CloseReason reason = CloseReason::Clean;
+    const char* action = ""; // "reading", "writing", ... for the debug log
+    const char* peer = "";   // "client" or "upstream"
+    int error = 0;           // a negated errno, 0 when there is none
+
+    static Outcome running() { return {}; }
+    static Outcome finished() { return {Kind::Finished}; }
+    static Outcome failed(CloseReason reason, const char* action, const char* peer, int error) {
+        return {Kind::Failed, reason, action, peer, error};
+    }
+};
+
+class Directions {
+public:
+    explicit Directions(ShardContext& shard) : shard_(shard) {}
+
+    // The upstream is connected: start moving bytes in this direction.
+    Outcome start(Connection& conn, Side side);
+    // A completion of one of the direction's operations (PollIn ... ErrorWatch).
+    Outcome on_completion(Connection& conn, Side side, Op op, const uring::Completion& c);
+
+    // Watches the direction's source for a reset while nothing reads from it (see the
+    // definition); unwatch cancels that.
+    void watch_source(Connection& conn, Side side);
+    void unwatch_source(Connection& conn, Side side);
+
+    // Gives back the pipes and copy buffers of a connection that has closed. `verify`:
+    // the stream was cut, so ask the kernel whether a pipe is really empty.
+    void release(Connection& conn, bool verify);
+
+    // After every batch of completions: hands pipes and buffers that came back to
+    // directions waiting for them. A copy direction resumed may end or fail at once;
+    // `handle` gets that outcome.
+    using OutcomeHandler = std::function<void(Connection&, Side, const Outcome&)>;
+    void resume_waiters(ConnectionTable& table, const OutcomeHandler& handle);
+    void on_retry_timer() { retry_armed_ = false; }
+    // The shard stops: no more retry timers; cancels the one armed.
+    void stop();
+    InFlight& in_flight() { return in_flight_; }
+
+private:
+    // Splice path
+    void start_reading(Connection& conn, Side side);
+    Outcome on_readable(Connection& conn, Side side, int result);
+    void start_pair(Connection& conn, Side side);
+    Outcome on_pair_half(Connection& conn, Side side, Op op, int result);
+    Outcome on_writable(Connection& conn, Side side, int result);
+    Outcome on_drained(Connection& conn, Side side, int result);
+    // Carries out `next`; the splice results name the error when it is a failure.
+    Outcome follow(Connection& conn, Side side, Next next, int read_result, int write_result);
+    Outcome end_direction(Connection& conn, Side side);
+    Outcome on_error_watch(Connection& conn, Side side, int result, bool more);
+    void release_pipe(Direction& dir, bool verify);
+    void resume_pipe_waiters(ConnectionTable& table);
+
+    // Copy path
+    Outcome pump_copy(Connection& conn, Side side);
+    void send_first_chunk(Connection& conn, Side side);
+    Outcome on_received(Connection& conn, Side side, const uring::Completion& c);
+    Outcome on_sent(Connection& conn, Side side, int result);
+    void give_back_chunks(Direction& dir);
+    void resume_buffer_waiters(ConnectionTable& table, const OutcomeHandler& handle);
+
+    void count_bytes(Side side, int moved);
+
+    struct Waiting {
+        uint32_t slot;
+        uint32_t generation;
+        Side side;
+    };
+
+    ShardContext& shard_;
+    std::deque<Waiting> pipe_waiters_;
+    std::deque<Waiting> buffer_waiters_; // copy directions that found no buffer
+    InFlight in_flight_;                 // the pipe retry timer
+    bool retry_armed_ = false;
+    bool stopping_ = false;
+};
+
+} // namespace uringfwd::engine

@@ -1,0 +1,134 @@
+#include "shard/listener.hpp"
+
+#include "net/sockets.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+namespace uringfwd::engine {
+
+namespace {
+
+constexpr std::chrono::milliseconds kFirstAcceptBackoff{20};
+constexpr std::chrono::milliseconds kMaxAcceptBackoff{1000};
+constexpr int kListenBacklog = 4096;
+
+} // namespace
+
+bool is_fd_shortage(int err) {
+    return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+}
+
+Listener::Listener(ShardIo& io, const Logger& log, const ListenerSetup& setup)
+    : io_(io), log_(log), index_(setup.index) {
+    if (setup.shared_fd >= 0) {
+        fd_.reset(::fcntl(setup.shared_fd, F_DUPFD_CLOEXEC, 0));
+        if (!fd_)
+            throw std::runtime_error(fmt::format("dup listener: {}", std::strerror(errno)));
+    } else {
+        fd_ = open_listener(setup.address, /*reuse_port=*/true, kListenBacklog);
+    }
+    bound_ = local_address(fd_.get());
+    // Steering (docs/kernel.md §9): see set_incoming_cpu() and attach_cpu_steering().
+    if (setup.set_incoming_cpu && setup.cpu >= 0) {
+        if (int err = set_incoming_cpu(fd_.get(), setup.cpu); err != 0)
+            log_.warn("SO_INCOMING_CPU: {}", std::strerror(err));
+        else
+            steering_ = "incoming cpu";
+    }
+    if (setup.steering_base) {
+        if (int err = attach_cpu_steering(fd_.get(), *setup.steering_base); err != 0)
+            log_.warn("cannot attach the reuseport CPU steering program ({}); connections "
+                      "are spread by the kernel's hash",
+                      std::strerror(err));
+        else
+            steering_ = "incoming cpu + bpf";
+    }
+}
+
+void Listener::arm() {
+    io_.accept_multishot(in_flight_, tag(Op::Accept), fd_.get());
+    armed_ = true;
+}
+
+int Listener::on_accept(const uring::Completion& c, std::size_t open_connections) {
+    if (!c.more()) {
+        armed_ = false;
+        cancel_pending_ = false;
+        if (stopping_)
+            fd_.reset(); // refuse new clients now, not when the shard ends
+    }
+    if (c.result >= 0) {
+        if (!stopping_)
+            return c.result;
+        ::close(c.result);
+    } else if (c.result != -ECANCELED) {
+        int err = -c.result;
+        if (is_fd_shortage(err))
+            pause_for_fd_shortage("accept", err, open_connections);
+        else
+            log_.warn("accept: {}", std::strerror(err));
+    }
+    return -1;
+}
+
+void Listener::keep_accepting() {
+    if (armed_ || stopping_ || paused_)
+        return;
+    if (pause_wanted_) {
+        pause_wanted_ = false;
+        paused_ = true;
+        io_.timeout(in_flight_, tag(Op::AcceptPause), backoff_);
+    } else {
+        arm();
+    }
+}
+
+void Listener::pause_for_fd_shortage(const char* what, int err, std::size_t open_connections) {
+    bump(io_.counters().accept_backoffs);
+    if (backoff_.count() == 0) {
+        log_.warn("{}: {} with {} connections open; pausing accepts, pending clients wait "
+                  "in the backlog",
+                  what, std::strerror(err), open_connections);
+        backoff_ = kFirstAcceptBackoff;
+    } else {
+        backoff_ = std::min(backoff_ * 2, kMaxAcceptBackoff);
+    }
+    pause_wanted_ = true;
+    // A multishot accept would keep taking clients we cannot serve (each needs a
+    // second fd for its upstream): stop it; keep_accepting() pauses once it has ended.
+    if (armed_ && !cancel_pending_) {
+        io_.cancel(in_flight_, tag(Op::Accept), tag(Op::ListenerCancel));
+        cancel_pending_ = true;
+    }
+}
+
+void Listener::shortage_over() {
+    if (!pause_wanted_ && !paused_)
+        backoff_ = std::chrono::milliseconds{0};
+}
+
+void Listener::on_pause_over() {
+    paused_ = false;
+    if (!stopping_ && !armed_)
+        arm();
+}
+
+void Listener::stop() {
+    if (stopping_)
+        return;
+    stopping_ = true;
+    if (armed_)
+        io_.cancel(in_flight_, tag(Op::Accept), tag(Op::ListenerCancel));
+    else
+        fd_.reset();
+    if (paused_)
+        io_.cancel(in_flight_, tag(Op::AcceptPause), tag(Op::ListenerCancel));
+}
+
+} // namespace uringfwd::engine

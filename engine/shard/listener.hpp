@@ -1,0 +1,87 @@
+// One listening socket of a shard: a multishot accept, paused with a growing backoff
+// while the process is out of file descriptors, and closed on stop. A shard may hold
+// several; each has its own index, carried in its operations' tags.
+#pragma once
+
+#include "net/socket_address.hpp"
+#include "shard/shard_io.hpp"
+#include "support/logger.hpp"
+#include "uring/unique_fd.hpp"
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+namespace uringfwd::engine {
+
+struct ListenerSetup {
+    uint32_t index = 0;
+    SocketAddress address;
+    int cpu = -1; // the shard's CPU, for SO_INCOMING_CPU (-1: none)
+    bool set_incoming_cpu = false;
+    // The first shard of a TCP listener group attaches the steering program with this
+    // base CPU.
+    std::optional<int> steering_base;
+    // Unix sockets have no SO_REUSEPORT: shards after the first accept on a dup of
+    // the first shard's listener instead (the kernel wakes one waiter per connection).
+    int shared_fd = -1;
+};
+
+// Accepting (or opening a socket) fails with these when the process or system is out
+// of file descriptors or memory; pending connections stay in the backlog, so pausing
+// and retrying loses nothing.
+bool is_fd_shortage(int err);
+
+class Listener {
+public:
+    // Binds (or dups the shared socket) and sets up steering. Throws
+    // std::runtime_error with a one-line reason.
+    Listener(ShardIo& io, const Logger& log, const ListenerSetup& setup);
+
+    void start() { arm(); }
+
+    // An Accept completion: returns the new client's fd, or -1. Logs failures and,
+    // on a shortage of fds, pauses itself (the log line names `open_connections`).
+    // Call keep_accepting() after handling the client, which may itself call
+    // pause_for_fd_shortage().
+    int on_accept(const uring::Completion& c, std::size_t open_connections);
+    void keep_accepting();
+    void on_pause_over(); // the AcceptPause timer fired or was cancelled
+
+    // The process is out of fds or memory (`what` failed with `err`): stop accepting
+    // for a while; pending clients wait in the backlog. Backs off up to a second.
+    void pause_for_fd_shortage(const char* what, int err, std::size_t open_connections);
+    // A connection got its upstream socket: a shortage episode, if any, is over.
+    void shortage_over();
+
+    // Stops accepting at once; the socket closes when the accept has ended.
+    void stop();
+
+    uint32_t index() const { return index_; }
+    int fd() const { return fd_.get(); }
+    SocketAddress bound() const { return bound_; }
+    bool is_tcp() const { return bound_.family() != AF_UNIX; }
+    // "incoming cpu + bpf" and the like, for the start-up line.
+    const std::string& steering() const { return steering_; }
+    InFlight& in_flight() { return in_flight_; }
+
+private:
+    void arm();
+    OpTag tag(Op op) const { return OpTag::for_shard(op, index_); }
+
+    ShardIo& io_;
+    const Logger& log_;
+    uint32_t index_;
+    uring::UniqueFd fd_;
+    SocketAddress bound_;
+    std::string steering_ = "kernel hash";
+    InFlight in_flight_;
+    bool armed_ = false;
+    bool paused_ = false;
+    bool cancel_pending_ = false;
+    bool pause_wanted_ = false; // pause once the multishot accept has ended
+    bool stopping_ = false;
+    std::chrono::milliseconds backoff_{0};
+};
+
+} // namespace uringfwd::engine

@@ -1,0 +1,91 @@
+// What a completion belongs to, packed into the 64-bit user_data every io_uring
+// operation carries: the operation, the side, the owner's slot and that slot's
+// generation (so a completion can be matched to the connection that issued it).
+#pragma once
+
+#include <cstdint>
+
+namespace uringfwd::engine {
+
+// The two directions of a connection, named by where their bytes go.
+enum class Side : uint8_t {
+    ToUpstream = 0, // client -> upstream
+    ToClient = 1,   // upstream -> client
+};
+inline constexpr Side kBothSides[] = {Side::ToUpstream, Side::ToClient};
+
+inline Side other(Side side) {
+    return side == Side::ToUpstream ? Side::ToClient : Side::ToUpstream;
+}
+// The peers a direction reads from and writes to, for log lines.
+inline const char* source_name(Side side) {
+    return side == Side::ToUpstream ? "client" : "upstream";
+}
+inline const char* destination_name(Side side) {
+    return side == Side::ToUpstream ? "upstream" : "client";
+}
+
+enum class Op : uint8_t {
+    // Shard operations (slot == kShardSlot, index 0).
+    Wake = 1,  // the stop eventfd became readable
+    PipeRetry, // timer: try again to get pipes for waiting directions
+    PipeRetryCancel,
+    DrainDeadline, // timer: stop waiting for connections to finish
+    ShardCancel,
+    // Listener operations (slot == kShardSlot, index = the listener's).
+    Accept,
+    AcceptPause, // timer: accepting paused for lack of file descriptors
+    ListenerCancel,
+    // Connection operations (slot = the connection's).
+    Connect,
+    ConnectTimeout,
+    PollIn,
+    PollOut,
+    SpliceIn,   // socket -> pipe
+    SpliceOut,  // pipe -> socket, hard-linked after SpliceIn
+    Drain,      // pipe -> socket for bytes left over
+    Recv,       // copy path: receive into a provided buffer
+    Send,       // copy path: send a received chunk
+    ErrorWatch, // poll for POLLERR/POLLHUP on the source of a finished direction
+    Cancel,
+};
+
+inline bool is_splice(Op op) {
+    return op == Op::SpliceIn || op == Op::SpliceOut || op == Op::Drain;
+}
+
+struct OpTag {
+    static constexpr uint32_t kShardSlot = 0xffffffffu;
+
+    Op op;
+    Side side = Side::ToUpstream;
+    uint32_t generation = 0; // 24 bits are kept; a listener's index for listener ops
+    uint32_t slot = kShardSlot;
+
+    static OpTag for_shard(Op op, uint32_t index = 0) {
+        return OpTag{op, Side::ToUpstream, index, kShardSlot};
+    }
+    static OpTag for_connection(Op op, uint32_t slot, uint32_t generation,
+                                Side side = Side::ToUpstream) {
+        return OpTag{op, side, generation, slot};
+    }
+
+    uint64_t encode() const {
+        return static_cast<uint64_t>(slot) << 32 |
+               static_cast<uint64_t>(generation & 0xffffffu) << 8 |
+               static_cast<uint64_t>(static_cast<uint8_t>(side) & 1u) << 7 |
+               static_cast<uint64_t>(op);
+    }
+    static OpTag decode(uint64_t v) {
+        OpTag t{static_cast<Op>(v & 0x7f)};
+        t.side = static_cast<Side>((v >> 7) & 1u);
+        t.generation = static_cast<uint32_t>((v >> 8) & 0xffffffu);
+        t.slot = static_cast<uint32_t>(v >> 32);
+        return t;
+    }
+    bool for_shard() const { return slot == kShardSlot; }
+    // The listener's index, for listener operations.
+    uint32_t index() const { return generation; }
+};
+
+} // namespace uringfwd::engine

@@ -1,0 +1,22 @@
+// What a shard's owners (its connections and their directions) share: the shard's
+// I/O layer, its pipes and copy buffers, and its settings. Owned by the shard.
+#pragma once
+
+#include "pipes/pipe_pool.hpp"
+#include "shard/shard_io.hpp"
+#include "support/logger.hpp"
+#include "uring/provided_buffers.hpp"
+#include "uringfwd/config.hpp"
+
+namespace uringfwd::engine {
+
+struct ShardContext {
+    ShardIo& io;
+    pipes::PipePool& pool;
+    uring::ProvidedBuffers* buffers; // null when the shard splices only
+    DataPath data_path;              // what the shard really does (config or fallback)
+    const EngineConfig& config;
+    const Logger& log;
+};
+
+} // namespace uringfwd::engine

@@ -1,0 +1,81 @@
+// The loop-and-I/O layer under a shard: its io_uring, the tags that name what each
+// operation belongs to, the count of what every owner (a listener, a connection, the
+// shard itself) still has in flight, timers and the shard's counters. The shard's
+// owners submit only through here, so every submission is counted in one place and
+// a chain of linked operations always reaches the kernel whole.
+#pragma once
+
+#include "net/socket_address.hpp"
+#include "shard/op_tag.hpp"
+#include "shard/shard_counters.hpp"
+#include "uring/ring.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <span>
+
+namespace uringfwd::engine {
+
+// What an owner has submitted and not yet seen the last completion of. A multishot
+// operation counts once, until the completion without IORING_CQE_F_MORE. An owner
+// may go away only when this is zero: the kernel may still hold its fds or buffers.
+struct InFlight {
+    unsigned ops = 0;
+    bool idle() const { return ops == 0; }
+};
+
+class ShardIo {
+public:
+    // Creates the ring; call on the shard's own thread (SINGLE_ISSUER makes that
+    // thread its only submitter). Throws uring::RingError.
+    ShardIo(unsigned ring_entries, ShardCounters& counters);
+
+    uring::Ring& ring() { return ring_; }
+    ShardCounters& counters() { return counters_; }
+
+    // Every operation names its owner's in-flight count and its tag.
+    void poll(InFlight& owner, OpTag tag, int fd, unsigned events);
+    void poll_multishot(InFlight& owner, OpTag tag, int fd, unsigned events);
+    void accept_multishot(InFlight& owner, OpTag tag, int listen_fd);
+    // A connect soft-linked to a timeout, submitted together: whichever ends first
+    // cancels the other, and a timed-out connect completes with -ECANCELED. `to`
+    // must stay valid until the next submit_and_wait().
+    void connect_with_timeout(InFlight& owner, OpTag connect, OpTag timeout, int fd,
+                              const SocketAddress& to, std::chrono::milliseconds limit);
+    // A socket->pipe splice hard-linked to a pipe->socket splice, submitted together.
+    void splice_pair(InFlight& owner, OpTag first, OpTag second, int src, int pipe_write,
+                     int pipe_read, int dst, unsigned len, unsigned flags);
+    void splice(InFlight& owner, OpTag tag, int fd_in, int fd_out, unsigned len, unsigned flags);
+    void recv_provided(InFlight& owner, OpTag tag, int fd, uint16_t group);
+    void send(InFlight& owner, OpTag tag, int fd, const void* data, std::size_t len, int msg_flags);
+    // A timer: completes with -ETIME after `after`, or -ECANCELED.
+    void timeout(InFlight& owner, OpTag tag, std::chrono::milliseconds after);
+    void cancel(InFlight& owner, OpTag target, OpTag tag);
+    // Cancels every operation on fd; a walk of the ring's whole poll table, so only for
+    // operations that cannot be named by tag.
+    void cancel_fd(InFlight& owner, int fd, OpTag tag);
+
+    // Submits what is prepared and returns the completions that are ready after
+    // waiting for at least one. With `busy_poll`, polls that long before sleeping,
+    // unless a splice is in flight (see the definition).
+    std::span<const uring::Completion> submit_and_wait(std::chrono::microseconds busy_poll);
+
+    // Accounts for a completion: the owner has one operation less in flight once its
+    // last completion is in. Call once for every completion, before acting on it.
+    void completed(InFlight& owner, const OpTag& tag, const uring::Completion& c) {
+        if (!c.more())
+            --owner.ops;
+        if (is_splice(tag.op))
+            --splices_in_flight_;
+    }
+
+    // Copies the ring's enter and completion counts into the shard's counters.
+    void publish_counters();
+
+private:
+    uring::Ring ring_;
+    ShardCounters& counters_;
+    unsigned splices_in_flight_ = 0; // submitted, completion not yet seen
+};
+
+} // namespace uringfwd::engine
