@@ -942,6 +942,15 @@ def build_type(binary: Path) -> str:
     return "buildtype=?"
 
 
+def shown_path(path: Path) -> str:
+    """path relative to the repository when it lies inside it: reports get committed, and
+    one machine's absolute paths mean nothing on another."""
+    try:
+        return str(path.relative_to(REPO))
+    except ValueError:
+        return str(path)
+
+
 def git_rev() -> str:
     try:
         r = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
@@ -1004,7 +1013,7 @@ def main(argv: list[str]) -> int:
             "syscall_bytes": args.syscall_bytes,
             "peers": args.peer_list, "workloads": args.workload_list,
             "versions": {
-                "uring-fwd": (f"{ctx.uring_bin} {shlex.join(ctx.uring_extra)} (git {git_rev()}, {build_type(ctx.uring_bin)})".replace("  ", " ")
+                "uring-fwd": (f"{shown_path(ctx.uring_bin)} {shlex.join(ctx.uring_extra)} (git {git_rev()}, {build_type(ctx.uring_bin)})".replace("  ", " ")
                               if ctx.uring_bin else f"n/a ({ctx.uring_err})"),
                 "haproxy": version_of(["haproxy", "-v"]),
                 "nginx": version_of(["nginx", "-v"]),
