@@ -619,6 +619,9 @@ def _build_baseline(ctx: Ctx, top: Path) -> Path:
         log(f"{BASE_PEER}: no meson build found for {ctx.uring_bin or 'uring-fwd'}; "
             "building the baseline with the project's default options")
     want = {k: main_opts[k] for k in MIRRORED_OPTIONS if k in main_opts}
+    # buildtype, optimization and debug all go in although meson warns that buildtype and
+    # the pair override each other: meson 1.0 keeps buildtype=debugoptimized beside an
+    # explicit optimization=3, so no one of them implies the others.
     # The project's own options too, where the baseline has them; the tests are not needed.
     own = set(re.findall(r"option\(\s*'(\w+)'", "".join(
         f.read_text() for f in (src / "meson_options.txt", src / "meson.options") if f.is_file())))
@@ -667,7 +670,9 @@ def _build_step(argv: list[str], *, timeout: float, env: dict | None = None) -> 
     out = r.stdout + r.stderr
     if r.returncode != 0:
         print(out[-4000:], file=sys.stderr)
-        raise RuntimeError(f"{shlex.join(argv[:3])} … exited {r.returncode}: {out.strip()[-300:]}")
+        errors = [ln.strip() for ln in out.splitlines() if re.search(r"\berror\b", ln, re.I)]
+        why = " | ".join(errors[-2:])[-300:] if errors else out.strip()[-300:]
+        raise RuntimeError(f"{shlex.join(argv[:3])} … exited {r.returncode}: {why}")
     return out
 
 
