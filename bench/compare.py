@@ -40,6 +40,18 @@ URING_VARIANTS = {"uring-fwd-copy": ["--data-path", "copy"],
                   # the opt-in low-latency mode: poll 50 µs before sleeping
                   "uring-fwd-busy": ["--busy-poll", "50us"]}
 ALL_PEERS += list(URING_VARIANTS)
+# uring-fwd built from another git revision (--baseline REV) and started exactly like
+# uring-fwd: a refactor is checked for regressions by running both in one interleaved run.
+BASE_PEER = "uring-fwd-base"
+BASELINE_DIR = REPO / "build-bench-baseline"
+# The meson options that decide what the compiler emits and how the binary is linked. The
+# baseline build copies each one's value from the build of the uring-fwd binary, so that
+# the two binaries differ in their source only.
+MIRRORED_OPTIONS = ("buildtype", "optimization", "debug", "b_ndebug", "b_lto", "b_pgo",
+                    "b_pie", "b_staticpic", "b_sanitize", "b_coverage", "b_asneeded", "b_lundef",
+                    "cpp_std", "cpp_args", "cpp_link_args", "cpp_rtti", "cpp_eh", "cpp_debugstl",
+                    "default_library", "prefer_static", "strip", "unity", "unity_size",
+                    "warning_level", "werror")
 ALL_WORKLOADS = ["bulk1-fwd", "bulk1-rev", "bulk8-fwd", "bulk8-rev", "rr64", "rr16k", "churn",
                  "syscalls", "syscalls8"]
 SYSCALL_STREAMS = {"syscalls": 1, "syscalls8": 8}
@@ -350,6 +362,12 @@ class Ctx:
         self.uring_bin: Path | None = None
         self.uring_err: str | None = None
         self.uring_extra: list[str] = []
+        self.base_bin: Path | None = None
+        self.base_err: str | None = None
+        self.base_extra: list[str] = []
+        self.base_commit: str | None = None
+        self.base_short: str | None = None
+        self.base_options: dict = {}
         self.seq = 0
 
     def logfile(self, name: str) -> Path:
@@ -476,11 +494,15 @@ stream {{
             raise PeerFailed(f"goproxy not built: {ctx.goproxy_err}")
         env = dict(os.environ, GOMAXPROCS="1")
         argv = [str(ctx.goproxy_bin), "-listen", f"{LOOP}:{a}", "-upstream", f"{LOOP}:{upstream_port}"]
-    elif peer == "uring-fwd" or peer in URING_VARIANTS:
-        if not ctx.uring_bin:
-            raise PeerFailed(f"uring-fwd binary not available: {ctx.uring_err}")
-        argv = [str(ctx.uring_bin), "--listen", f"{LOOP}:{a}", "--upstream",
-                f"{LOOP}:{upstream_port}", "--log-level", "warn"] + ctx.uring_extra
+    elif peer in ("uring-fwd", BASE_PEER) or peer in URING_VARIANTS:
+        if peer == BASE_PEER:
+            binary, extra, err = ctx.base_bin, ctx.base_extra, ctx.base_err
+        else:
+            binary, extra, err = ctx.uring_bin, ctx.uring_extra, ctx.uring_err
+        if not binary:
+            raise PeerFailed(f"{peer} binary not available: {err}")
+        argv = [str(binary), "--listen", f"{LOOP}:{a}", "--upstream",
+                f"{LOOP}:{upstream_port}", "--log-level", "warn"] + extra
         if peer in URING_VARIANTS:
             argv += URING_VARIANTS[peer]
     else:
@@ -533,13 +555,13 @@ def find_uring(ctx: Ctx) -> None:
     ctx.uring_err = "not found at " + ", ".join(str(c) for c in cands)
 
 
-def uring_extra_args(ctx: Ctx) -> list[str]:
+def uring_extra_args(binary: Path | None, user_args: str) -> list[str]:
     """User's --uring-fwd-args, plus one shard/thread when the binary has such an option."""
-    extra = shlex.split(ctx.args.uring_fwd_args)
-    if not ctx.uring_bin:
+    extra = shlex.split(user_args)
+    if not binary:
         return extra
     try:
-        r = subprocess.run([str(ctx.uring_bin), "--help"], capture_output=True, text=True, timeout=10)
+        r = subprocess.run([str(binary), "--help"], capture_output=True, text=True, timeout=10)
         helptext = r.stdout + r.stderr
     except (OSError, subprocess.TimeoutExpired):
         return extra
@@ -547,6 +569,153 @@ def uring_extra_args(ctx: Ctx) -> list[str]:
         if re.search(rf"{opt}\b", helptext) and not any(x.startswith(opt) for x in extra):
             extra += [opt, "1"]
     return extra
+
+
+# --------------------------------------------------------------------------- baseline
+
+def build_baseline(ctx: Ctx) -> None:
+    """Build uring-fwd from --baseline REV into build-bench-baseline/<commit>/ with the meson
+    options of the uring-fwd binary's build. Cached per commit: a second run finds ninja with
+    nothing to do. On failure ctx.base_err says why and uring-fwd-base shows n/a."""
+    rev = ctx.args.baseline
+    try:
+        r = _git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+        if r.returncode != 0:
+            ctx.base_err = f"--baseline {rev!r} is not a commit of {REPO}"
+            return
+        ctx.base_commit = r.stdout.strip()
+        ctx.base_short = _git("rev-parse", "--short", ctx.base_commit).stdout.strip()
+        ctx.base_bin = _build_baseline(ctx, BASELINE_DIR / ctx.base_commit[:12])
+    except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
+        ctx.base_err = f"baseline build of {rev} failed: {e}"
+
+
+def _git(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True,
+                          timeout=60)
+
+
+def _build_baseline(ctx: Ctx, top: Path) -> Path:
+    src, build = top / "src", top / "build"
+    if not src.is_dir():
+        log(f"{BASE_PEER}: extracting {ctx.base_short} into {shown_path(src)}")
+        top.mkdir(parents=True, exist_ok=True)
+        # Extract beside src and rename, so that an interrupted extraction is never taken
+        # for a cached tree.
+        part = Path(tempfile.mkdtemp(prefix="src-", dir=top))
+        archive = subprocess.Popen(["git", "-C", str(REPO), "archive", "--format=tar",
+                                    ctx.base_commit], stdout=subprocess.PIPE)
+        tar = subprocess.run(["tar", "-x", "-C", str(part)], stdin=archive.stdout,
+                             capture_output=True, text=True, timeout=300)
+        archive.stdout.close()
+        if archive.wait(timeout=60) != 0 or tar.returncode != 0:
+            shutil.rmtree(part, ignore_errors=True)
+            raise RuntimeError(f"git archive | tar -x failed: {tar.stderr.strip()[-300:]}")
+        part.rename(src)
+
+    main_build = meson_build_dir(ctx.uring_bin)
+    main_opts = meson_options(main_build) if main_build else {}
+    if not main_opts:
+        log(f"{BASE_PEER}: no meson build found for {ctx.uring_bin or 'uring-fwd'}; "
+            "building the baseline with the project's default options")
+    want = {k: main_opts[k] for k in MIRRORED_OPTIONS if k in main_opts}
+    # buildtype, optimization and debug all go in although meson warns that buildtype and
+    # the pair override each other: meson 1.0 keeps buildtype=debugoptimized beside an
+    # explicit optimization=3, so no one of them implies the others.
+    # The project's own options too, where the baseline has them; the tests are not needed.
+    own = set(re.findall(r"option\(\s*'(\w+)'", "".join(
+        f.read_text() for f in (src / "meson_options.txt", src / "meson.options") if f.is_file())))
+    want.update({k: v for k, v in main_opts.get("user", {}).items() if k in own})
+    if "tests" in own:
+        want["tests"] = False
+    cxx = compiler_of(main_build) if main_build else None
+    setup = {"options": want, "cxx": cxx}
+
+    # A build set up with other options or another compiler is set up afresh.
+    stamp = top / "setup.json"
+    try:
+        done = json.loads(stamp.read_text())
+    except (OSError, ValueError):
+        done = None
+    if done != setup or not (build / "build.ninja").is_file():
+        log(f"{BASE_PEER}: meson setup {shown_path(build)} ({', '.join(f'{k}={meson_value(v)}' for k, v in want.items())})")
+        shutil.rmtree(build, ignore_errors=True)
+        stamp.unlink(missing_ok=True)
+        env = dict(os.environ, CXX=shlex.join(cxx)) if cxx else None
+        _build_step(["meson", "setup", str(build), str(src)]
+                    + [f"-D{k}={meson_value(v)}" for k, v in want.items()], env=env, timeout=300)
+        stamp.write_text(json.dumps(setup, indent=2, sort_keys=True) + "\n")
+
+    log(f"{BASE_PEER}: ninja -C {shown_path(build)} engine/uring-fwd")
+    jobs = ["-j", str(ctx.args.build_jobs)] if ctx.args.build_jobs else []
+    out = _build_step(["ninja", "-C", str(build), *jobs, "engine/uring-fwd"], timeout=1800)
+    if "no work to do" in out:
+        log(f"{BASE_PEER}: {ctx.base_short} already built")
+
+    # Proof, not trust: the option values of the two builds as meson reports them.
+    got = meson_options(build)
+    differ = [f"{k}: {got.get(k)!r} here, {main_opts[k]!r} in {shown_path(main_build)}"
+              for k in MIRRORED_OPTIONS if k in main_opts and got.get(k) != main_opts[k]]
+    if differ:
+        raise RuntimeError("options differ from the uring-fwd build: " + "; ".join(differ))
+    ctx.base_options = {k: got[k] for k in MIRRORED_OPTIONS if k in got}
+    binary = build / "engine" / "uring-fwd"
+    if not os.access(binary, os.X_OK):
+        raise RuntimeError(f"{shown_path(binary)} missing after the build")
+    return binary
+
+
+def _build_step(argv: list[str], *, timeout: float, env: dict | None = None) -> str:
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
+    out = r.stdout + r.stderr
+    if r.returncode != 0:
+        print(out[-4000:], file=sys.stderr)
+        errors = [ln.strip() for ln in out.splitlines() if re.search(r"\berror\b", ln, re.I)]
+        why = " | ".join(errors[-2:])[-300:] if errors else out.strip()[-300:]
+        raise RuntimeError(f"{shlex.join(argv[:3])} … exited {r.returncode}: {why}")
+    return out
+
+
+def meson_build_dir(binary: Path | None) -> Path | None:
+    """The meson build directory that produced binary (<build>/engine/uring-fwd), if any."""
+    if binary and (binary.parent.parent / "meson-info").is_dir():
+        return binary.parent.parent
+    return None
+
+
+def meson_options(build: Path) -> dict:
+    """{name: value} of a meson build's options; the project's own are under "user"."""
+    opts: dict = {}
+    try:
+        for o in json.loads((build / "meson-info" / "intro-buildoptions.json").read_text()):
+            if o.get("section") == "user":
+                opts.setdefault("user", {})[o["name"]] = o["value"]
+            elif o.get("machine") != "build":  # the build machine's options are for cross builds
+                opts[o["name"]] = o["value"]
+    except (OSError, ValueError):
+        pass
+    return opts
+
+
+def meson_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, list):
+        return repr(v)  # meson reads "['a', 'b']" as an array
+    return str(v)
+
+
+def compiler_of(build: Path) -> list[str] | None:
+    """The C++ compiler command (ccache included) that built uring-fwd in build."""
+    try:
+        for t in json.loads((build / "meson-info" / "intro-targets.json").read_text()):
+            if t.get("name") == "uring-fwd":
+                for s in t.get("target_sources", []):
+                    if s.get("language") == "cpp" and s.get("compiler"):
+                        return s["compiler"]
+    except (OSError, ValueError):
+        pass
+    return None
 
 
 # --------------------------------------------------------------------------- workloads
@@ -789,7 +958,44 @@ def summarise(results: dict, peers: list[str], workloads: list[str]) -> dict:
     return {"medians": med, "reasons": reasons}
 
 
-def markdown(meta: dict, summary: dict, peers: list[str], workloads: list[str]) -> str:
+def paired_ratios(results: dict, w: str, k: str, mine: str, other: str) -> list[float]:
+    """mine ÷ other for every round in which both measured k (one right after the other)."""
+    def by_round(peer: str) -> dict:
+        return {r["round"]: r[k] for r in results.get(w, {}).get(peer, [])
+                if isinstance(r.get(k), (int, float))}
+    a, b = by_round(mine), by_round(other)
+    return [a[n] / b[n] for n in sorted(a) if b.get(n)]
+
+
+def baseline_table(meta: dict, med: dict, results: dict, rows: list) -> list[str]:
+    """uring-fwd against itself built from --baseline: the check that a refactor costs nothing.
+    Three decimals and a per-round spread, since the question is a few percent."""
+    b = meta["baseline"]
+    short = b["short"] or "not built"
+    L = [f"## uring-fwd vs {BASE_PEER} ({short})", "",
+         f"{BASE_PEER} is uring-fwd built from `{b['rev']}` ({short}) with the same build options, "
+         "started the same way. ratio = uring-fwd's median ÷ uring-fwd-base's median (same run); "
+         "change = ratio − 1: + on throughput rows is faster, − on latency, CPU and RSS rows is less. "
+         "per round = lowest–highest of the two peers' ratio within each round.", "",
+         f"| Metric | Unit | better | {BASE_PEER} | uring-fwd | ratio | change | per round |",
+         "|---|---|---|---:|---:|---:|---:|---:|"]
+    for label, w, k, unit, hib in rows:
+        if k.startswith("iowq"):
+            continue
+        v = med.get(w, {}).get(BASE_PEER, {}).get(k)
+        u = med.get(w, {}).get("uring-fwd", {}).get(k)
+        ratio = change = "n/a"
+        if u is not None and v:
+            ratio, change = f"{u / v:.3f}×", f"{(u / v - 1) * 100:+.1f}%"
+        pr = paired_ratios(results, w, k, "uring-fwd", BASE_PEER)
+        spread = "n/a" if not pr else f"{min(pr):.3f}–{max(pr):.3f}" if len(pr) > 1 else f"{pr[0]:.3f}"
+        L.append(f"| {label} | {unit} | {'higher' if hib else 'lower'} | {fmt(v, unit)} | "
+                 f"{fmt(u, unit)} | {ratio} | {change} | {spread} |")
+    L.append("")
+    return L
+
+
+def markdown(meta: dict, summary: dict, results: dict, peers: list[str], workloads: list[str]) -> str:
     med, reasons = summary["medians"], summary["reasons"]
     L = []
     L.append(f"# uring-fwd vs peers — {meta['date']}")
@@ -802,8 +1008,9 @@ def markdown(meta: dict, summary: dict, peers: list[str], workloads: list[str]) 
     L.append(f"- Rounds: {meta['rounds']} (interleaved round → workload → peer; medians shown)")
     L.append(f"- Durations: iperf3 -t {meta['duration']}s, sockperf -t {meta['rr_duration']}s, "
              f"churn {meta['churn_duration']}s × {meta['churn_conns']} conns, syscalls -n {meta['syscall_bytes']}")
-    for k in ("uring-fwd", "haproxy", "nginx", "go", "socat", "iperf3", "sockperf", "wrk", "strace"):
-        L.append(f"- {k}: {meta['versions'].get(k, '?')}")
+    for k in ("uring-fwd", BASE_PEER, "haproxy", "nginx", "go", "socat", "iperf3", "sockperf", "wrk", "strace"):
+        if k != BASE_PEER or k in meta["versions"]:
+            L.append(f"- {k}: {meta['versions'].get(k, '?')}")
     L.append("")
     rows = [r for r in ROWS if r[1] in workloads]
     shown_peers = peers
@@ -822,6 +1029,8 @@ def markdown(meta: dict, summary: dict, peers: list[str], workloads: list[str]) 
             continue
         L.append(f"| {label} | {unit} | " + " | ".join(cells) + " |")
     L.append("")
+    if "baseline" in meta and {"uring-fwd", BASE_PEER} <= set(peers):
+        L += baseline_table(meta, med, results, rows)
     for mine in [p for p in peers if p == "uring-fwd" or p in URING_VARIANTS]:
         others = [p for p in peers if p != mine]
         L.append(f"## Ratio {mine} ÷ peer (same run)")
@@ -857,9 +1066,11 @@ def markdown(meta: dict, summary: dict, peers: list[str], workloads: list[str]) 
 # --------------------------------------------------------------------------- main
 
 def parse_args(argv: list[str]):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__, epilog=EPILOG,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--peers", default=",".join(ALL_PEERS),
-                    help=f"comma list of {','.join(ALL_PEERS)} (default all)")
+                    help=f"comma list of {','.join(ALL_PEERS)} (default all), and "
+                    f"{BASE_PEER} with --baseline")
     ap.add_argument("--workloads", default="all",
                     help="comma list of " + ",".join(ALL_WORKLOADS) + " or groups "
                     + ",".join(WORKLOAD_GROUPS) + " (default all)")
@@ -875,7 +1086,14 @@ def parse_args(argv: list[str]):
     ap.add_argument("--proxy-cpu", default="1", help="CPU list for the proxy when pinned (default 1)")
     ap.add_argument("--load-cpu", default="0", help="CPU list for load generator + server (default 0)")
     ap.add_argument("--uring-fwd", default=None, help="path to the uring-fwd binary")
-    ap.add_argument("--uring-fwd-args", default="", help="extra arguments for uring-fwd")
+    ap.add_argument("--uring-fwd-args", default="", help="extra arguments for uring-fwd (and uring-fwd-base)")
+    ap.add_argument("--baseline", metavar="REV", default=None,
+                    help=f"also run peer {BASE_PEER}: uring-fwd built from git revision REV into "
+                    f"{BASELINE_DIR.name}/<commit>/ (cached per commit) with the meson options of "
+                    "the uring-fwd binary's build, started exactly like uring-fwd; adds the table "
+                    f"uring-fwd vs {BASE_PEER}")
+    ap.add_argument("--build-jobs", type=int, default=None, metavar="N",
+                    help="ninja -j N for the builds (default: ninja's own)")
     ap.add_argument("--out-dir", default=str(HERE / "out"))
     ap.add_argument("--keep-tmp", action="store_true", help="keep configs and logs in the temp dir")
     a = ap.parse_args(argv)
@@ -887,8 +1105,13 @@ def parse_args(argv: list[str]):
     a.syscall_bytes = a.syscall_bytes if a.syscall_bytes is not None else ("128M" if q else "1G")
     peers = [p.strip() for p in a.peers.split(",") if p.strip()]
     for p in peers:
-        if p not in ALL_PEERS:
+        if p == BASE_PEER and not a.baseline:
+            ap.error(f"peer {BASE_PEER} needs --baseline REV")
+        if p not in ALL_PEERS and p != BASE_PEER:
             ap.error(f"unknown peer {p!r}")
+    if a.baseline and BASE_PEER not in peers:
+        # Right after uring-fwd, so that the two run back to back in every round.
+        peers.insert(peers.index("uring-fwd") + 1 if "uring-fwd" in peers else len(peers), BASE_PEER)
     wl: list[str] = []
     for w in (x.strip() for x in a.workloads.split(",") if x.strip()):
         for x in WORKLOAD_GROUPS.get(w, [w]):
@@ -901,6 +1124,14 @@ def parse_args(argv: list[str]):
     if a.rounds < 1:
         ap.error("--rounds must be >= 1")
     return a
+
+
+EPILOG = f"""\
+Check a refactor for regressions: uring-fwd from the work tree against uring-fwd built
+from REV, in one interleaved run, proxy pinned:
+  bench/compare --baseline REV --peers uring-fwd,{BASE_PEER} --workloads bulk1-fwd,rr64,churn \\
+      --rounds 5 --duration 5 --rr-duration 5 --churn-duration 5
+"""
 
 
 def loadavg() -> str:
@@ -942,6 +1173,22 @@ def build_type(binary: Path) -> str:
     return "buildtype=?"
 
 
+def describe_uring(binary: Path | None, extra: list[str], rev: str, err: str | None) -> str:
+    if not binary:
+        return f"n/a ({err})"
+    args = f" {shlex.join(extra)}" if extra else ""
+    return f"{shown_path(binary)}{args} (git {rev}, {build_type(binary)})"
+
+
+def shown_path(path: Path) -> str:
+    """path relative to the repository when it lies inside it: reports get committed, and
+    one machine's absolute paths mean nothing on another."""
+    try:
+        return str(path.relative_to(REPO))
+    except ValueError:
+        return str(path)
+
+
 def git_rev() -> str:
     try:
         r = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
@@ -971,6 +1218,16 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGHUP, on_signal)
 
     ctx = Ctx(args, tmp, procs)
+    find_uring(ctx)
+    ctx.uring_extra = uring_extra_args(ctx.uring_bin, args.uring_fwd_args)
+    if any(p.startswith("uring-fwd") for p in args.peer_list) and ctx.uring_err:
+        log(f"uring-fwd: {ctx.uring_err}")
+    if args.baseline:
+        # Built before the harness pins itself, so that the compiler may use every CPU.
+        build_baseline(ctx)
+        if ctx.base_err:
+            log(f"{BASE_PEER}: {ctx.base_err}")
+        ctx.base_extra = uring_extra_args(ctx.base_bin, args.uring_fwd_args)
     if not args.unpinned:
         # Keep this harness (and its /proc sampler) off the proxy's CPU too.
         try:
@@ -983,10 +1240,6 @@ def main(argv: list[str]) -> int:
             log(f"could not pin the harness to CPU {args.load_cpu}: {e}")
     results: dict = {w: {p: [] for p in args.peer_list} for w in args.workload_list}
     interrupted = None
-    find_uring(ctx)
-    ctx.uring_extra = uring_extra_args(ctx)
-    if any(p.startswith("uring-fwd") for p in args.peer_list) and ctx.uring_err:
-        log(f"uring-fwd: {ctx.uring_err}")
     if True:
         placement = ("unpinned" if args.unpinned else
                      f"proxy pinned to CPU {args.proxy_cpu}; load generator + upstream server pinned to CPU {args.load_cpu}")
@@ -1004,8 +1257,7 @@ def main(argv: list[str]) -> int:
             "syscall_bytes": args.syscall_bytes,
             "peers": args.peer_list, "workloads": args.workload_list,
             "versions": {
-                "uring-fwd": (f"{ctx.uring_bin} {shlex.join(ctx.uring_extra)} (git {git_rev()}, {build_type(ctx.uring_bin)})".replace("  ", " ")
-                              if ctx.uring_bin else f"n/a ({ctx.uring_err})"),
+                "uring-fwd": describe_uring(ctx.uring_bin, ctx.uring_extra, git_rev(), ctx.uring_err),
                 "haproxy": version_of(["haproxy", "-v"]),
                 "nginx": version_of(["nginx", "-v"]),
                 "go": version_of(["go", "version"]),
@@ -1016,6 +1268,12 @@ def main(argv: list[str]) -> int:
                 "strace": version_of(["strace", "-V"]),
             },
         }
+        if args.baseline:
+            meta["baseline"] = {"rev": args.baseline, "commit": ctx.base_commit,
+                                "short": ctx.base_short, "options": ctx.base_options}
+            meta["versions"][BASE_PEER] = describe_uring(
+                ctx.base_bin, ctx.base_extra, f"{ctx.base_short} = --baseline {args.baseline}",
+                ctx.base_err)
     try:
         if "goproxy" in args.peer_list:
             log("building goproxy")
@@ -1050,7 +1308,7 @@ def main(argv: list[str]) -> int:
     meta["loadavg_end"] = loadavg()
     if interrupted:
         meta["interrupted"] = interrupted
-    md = markdown(meta, summary, args.peer_list, args.workload_list)
+    md = markdown(meta, summary, results, args.peer_list, args.workload_list)
     if interrupted:
         md += f"\n**Run interrupted ({interrupted}); partial results.**\n"
     print(md)
