@@ -3,6 +3,7 @@
 
 #include "uringfwd/endpoint.hpp"
 #include "uringfwd/log.hpp"
+#include "uringfwd/route.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -21,17 +22,20 @@ enum class DataPath {
     // the shard's thread with no io-wq hop.
     Copy,
     // Per direction: copy small or latency-bound traffic, splice bulk traffic. A
-    // direction starts copying; two full buffers in a row move it to splice, a splice
-    // that finds the source drained after a small read moves it back.
+    // direction starts copying; two full buffers in a row move it to splice, and two
+    // small splice reads in a row (each below min(64 KiB, half the pipe)) move it back.
     Auto,
 };
 std::string_view to_string(DataPath path);
 std::optional<DataPath> parse_data_path(std::string_view text); // "splice", "copy", "auto"
 
 struct EngineConfig {
+    // What the engine serves. Empty: one route named "default" from the three fields
+    // below (the binary's --listen/--upstream build the same thing).
+    std::vector<RouteConfig> routes;
+
     Endpoint listen;   // where clients connect
     Endpoint upstream; // where their bytes go
-
     // An upstream that has not accepted the connection by then is given up on and the
     // client is reset.
     std::chrono::milliseconds connect_timeout{5000};

@@ -1,0 +1,93 @@
+// Routes and upstream pools: what one engine serves. A route accepts clients on one or
+// more listen addresses and forwards each to a member of its upstream pool, chosen by
+// the pool's balancing policy among the members that are up.
+#pragma once
+
+#include "uringfwd/endpoint.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace uringfwd {
+
+enum class BalancePolicy {
+    // Smooth weighted round-robin (as nginx does it): over any window, each member gets
+    // its share of weight, spread out rather than in runs.
+    RoundRobin,
+    // The member with the fewest open connections relative to its weight. Counted per
+    // shard: each shard balances its own connections.
+    LeastActive,
+    // Consistent hashing of the client's address with a Maglev lookup table: engines
+    // with the same pool send the same client to the same member, and removing one of N
+    // members moves only the clients that were on it.
+    Maglev,
+};
+std::string_view to_string(BalancePolicy policy); // "round-robin", "least-active", "maglev"
+std::optional<BalancePolicy> parse_balance_policy(std::string_view text);
+
+struct UpstreamMember {
+    Endpoint address;   // a host name is resolved at start (and every resolve_interval)
+    unsigned weight = 1; // 1..1000
+    // Used only while no primary member is up.
+    bool backup = false;
+    // Open connections to this member at most; a full member is skipped. 0: no limit.
+    // Like every limit here it is split evenly among the shards (rounded up), which
+    // count on their own and share nothing.
+    std::size_t max_connections = 0;
+};
+
+// Active health check: a TCP connect to each member every `interval`, run once per
+// engine (not per shard). With `send`, those bytes are written after the connect and
+// the reply must start with `expect`.
+struct HealthCheck {
+    bool enabled = false;
+    std::chrono::milliseconds interval{2000};
+    std::chrono::milliseconds timeout{1000};
+    unsigned rise = 2; // consecutive successes that mark a down member up
+    unsigned fall = 3; // consecutive failures that mark an up member down
+    std::string send;
+    std::string expect;
+};
+
+// Passive health: `fall` consecutive failed connects to a member mark it down for
+// `backoff`, doubled at each further failure up to `max_backoff`; a successful connect
+// marks it up. fall = 0 turns it off.
+struct PassiveHealth {
+    unsigned fall = 3;
+    std::chrono::milliseconds backoff{1000};
+    std::chrono::milliseconds max_backoff{30000};
+};
+
+struct UpstreamPool {
+    std::vector<UpstreamMember> members;
+    BalancePolicy balance = BalancePolicy::RoundRobin;
+    // One connect attempt gives up after this long.
+    std::chrono::milliseconds connect_timeout{5000};
+    // Further members tried after a refused, unreachable or timed-out connect; all
+    // attempts together stay within `connect_deadline` (0: retries + 1 connect timeouts).
+    unsigned retries = 1;
+    std::chrono::milliseconds connect_deadline{0};
+    PassiveHealth passive;
+    HealthCheck health_check;
+    // Host names are looked up again this often (off the shard threads); 0: only at
+    // start. A failed lookup keeps the last answer.
+    std::chrono::milliseconds resolve_interval{0};
+};
+
+struct RouteConfig {
+    std::string name;
+    std::vector<Endpoint> listen; // TCP v4/v6 and Unix; every shard serves each
+    UpstreamPool pool;
+    // Open connections of the route at most; at the limit its listeners stop accepting
+    // (clients wait in the backlog) until one closes. Split evenly among the shards
+    // (rounded up): each shard counts its own. 0: no limit.
+    std::size_t max_connections = 0;
+    // No byte in either direction for this long closes both sides with FIN. 0: never.
+    std::chrono::milliseconds idle_timeout{0};
+};
+
+} // namespace uringfwd
