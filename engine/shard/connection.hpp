@@ -3,18 +3,21 @@
 // The life cycle is in connections.cpp.
 #pragma once
 
-#include "net/socket_address.hpp"
+#include "routing/tried_set.hpp"
 #include "shard/direction_state.hpp"
 #include "shard/op_tag.hpp"
 #include "shard/shard_io.hpp"
 #include "uring/unique_fd.hpp"
 #include "uringfwd/close_reason.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 namespace uringfwd::engine {
+
+struct ShardRoute;
 
 enum class Phase : uint8_t { Connecting, Forwarding, Closing };
 
@@ -26,9 +29,21 @@ struct Connection {
     CloseReason close_reason = CloseReason::Clean; // set when it starts closing
     uring::UniqueFd client;
     uring::UniqueFd upstream;
-    const SocketAddress* upstream_address = nullptr; // where upstream connects to
     Direction dirs[2];
     InFlight in_flight; // the slot is freed once nothing is
+
+    // Routing: the route it came in on, the pool member it is (being) connected to,
+    // and the members tried so far.
+    ShardRoute* route = nullptr; // lives at least as long as its connections
+    int member = -1;
+    bool member_counted = false; // counted among the member's connections (PoolState)
+    TriedSet tried;
+    uint64_t client_hash = 0;                        // of the client's address, for Maglev
+    CloseReason last_failure = CloseReason::Refused; // of the last connect attempt
+    int last_error = 0;                              // its negated errno
+    std::chrono::steady_clock::time_point connect_deadline;
+    // When a byte last moved either way (the shard's clock of its last batch).
+    std::chrono::steady_clock::time_point last_active;
 
     Direction& dir(Side side) { return dirs[static_cast<int>(side)]; }
     const Direction& dir(Side side) const { return dirs[static_cast<int>(side)]; }
@@ -55,10 +70,12 @@ public:
 
     std::size_t active() const { return slots_.size() - free_.size(); }
 
+    // Calls f for every connection open when it starts; f may open and close
+    // connections (slots are visited by index, so a slot added meanwhile is not).
     template <typename F> void for_each_active(F&& f) {
-        for (const auto& conn : slots_)
-            if (conn->in_use)
-                f(*conn);
+        for (std::size_t i = 0, n = slots_.size(); i < n; ++i)
+            if (slots_[i]->in_use)
+                f(*slots_[i]);
     }
 
 private:

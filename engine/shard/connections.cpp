@@ -1,7 +1,11 @@
 #include "shard/connections.hpp"
 
 #include "net/sockets.hpp"
+#include "routing/hash.hpp"
 
+#include <sys/socket.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -14,39 +18,75 @@ std::string suppressed_note(uint64_t suppressed) {
                            : fmt::format(" ({} similar failures not logged)", suppressed);
 }
 
+uint64_t hash_of_peer(int fd) {
+    sockaddr_storage peer{};
+    socklen_t len = sizeof(peer);
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0)
+        return 0;
+    return hash_client_address(peer);
+}
+
 } // namespace
 
-int Connections::open(int client_fd, bool client_is_tcp, const SocketAddress& upstream) {
+int Connections::open(int client_fd, bool client_is_tcp, ShardRoute& r) {
     Connection& conn = table_.allocate();
     conn.client.reset(client_fd);
-    conn.upstream_address = &upstream;
+    conn.route = &r;
+    conn.last_active = shard_.now;
+    ++r.active;
     ShardCounters& counters = shard_.io.counters();
     bump(counters.accepted);
     bump(counters.active);
+    if (client_is_tcp)
+        set_no_delay(client_fd);
+    if (r.hashes_client())
+        conn.client_hash = hash_of_peer(client_fd);
+    conn.connect_deadline = shard_.now + r.connect_deadline();
+    return connect_next(conn);
+}
 
-    conn.upstream = open_stream_socket(upstream);
+int Connections::connect_next(Connection& conn) {
+    ShardRoute& r = *conn.route;
+    std::optional<std::size_t> member = r.pool.choose(conn.client_hash, conn.tried, shard_.now);
+    if (!member) {
+        if (conn.tried.empty()) {
+            if (upstream_failure_log_.allow(LogThrottle::Clock::now()))
+                shard_.log.warn("route \"{}\": no upstream is up; resetting client {}{}",
+                                r.route.name, peer_name(conn.client.get()),
+                                suppressed_note(upstream_failure_log_.suppressed()));
+            close(conn, CloseReason::NoUpstream);
+        } else {
+            give_up(conn); // every member it may try has failed
+        }
+        return 0;
+    }
+    const MemberRoute& target = r.route.members[*member];
+    conn.member = static_cast<int>(*member);
+    conn.tried.add(*member);
+    // Counted from now: connects in flight count towards the member's limit and
+    // least-active, or a burst of clients would all pick the same member.
+    r.pool.opened(*member);
+    conn.member_counted = true;
+    conn.upstream = open_stream_socket(target.address);
     if (!conn.upstream) {
         int err = errno;
-        bump(counters.upstream_failures);
+        bump(shard_.io.counters().upstream_failures);
         if (upstream_failure_log_.allow(LogThrottle::Clock::now()))
-            shard_.log.warn("cannot open a socket to the upstream ({}); resetting client {}{}",
-                            std::strerror(err), peer_name(client_fd),
+            shard_.log.warn("cannot open a socket to upstream {} ({}); resetting client {}{}",
+                            target.name, std::strerror(err), peer_name(conn.client.get()),
                             suppressed_note(upstream_failure_log_.suppressed()));
         close(conn, CloseReason::LocalError);
         return err;
     }
-    if (client_is_tcp)
-        set_no_delay(client_fd);
-    if (upstream.family() != AF_UNIX)
+    if (target.address.family() != AF_UNIX)
         set_no_delay(conn.upstream.get());
-
-    conn.dir(Side::ToUpstream).src = conn.client.get();
-    conn.dir(Side::ToUpstream).dst = conn.upstream.get();
-    conn.dir(Side::ToClient).src = conn.upstream.get();
-    conn.dir(Side::ToClient).dst = conn.client.get();
+    // Each attempt gets the pool's connect timeout, cut to what is left of the deadline.
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(conn.connect_deadline - shard_.now);
+    auto limit = std::clamp(left, std::chrono::milliseconds{1}, r.route.pool.connect_timeout);
     shard_.io.connect_with_timeout(conn.in_flight, conn.tag(Op::Connect),
-                                   conn.tag(Op::ConnectTimeout), conn.upstream.get(), upstream,
-                                   shard_.config.connect_timeout);
+                                   conn.tag(Op::ConnectTimeout), conn.upstream.get(),
+                                   target.address, limit);
     return 0;
 }
 
@@ -76,23 +116,68 @@ void Connections::on_connected(Connection& conn, int result) {
     if (conn.phase == Phase::Closing)
         return;
     if (result < 0) {
-        bump(shard_.io.counters().upstream_failures);
-        // The linked timeout cancels a connect that outlives it.
-        bool timed_out = result == -ECANCELED || result == -ETIMEDOUT;
-        std::string why = result == -ECANCELED ? fmt::format("no answer within {} ms",
-                                                             shard_.config.connect_timeout.count())
-                                               : errno_text(result);
-        if (upstream_failure_log_.allow(LogThrottle::Clock::now()))
-            shard_.log.warn("upstream {}: {}; resetting client {}{}",
-                            to_endpoint(*conn.upstream_address).to_string(), why,
-                            peer_name(conn.client.get()),
-                            suppressed_note(upstream_failure_log_.suppressed()));
-        close(conn, timed_out ? CloseReason::ConnectTimeout : CloseReason::Refused);
+        connect_failed(conn, result);
         return;
     }
+    ShardRoute& r = *conn.route;
+    auto m = static_cast<std::size_t>(conn.member);
+    if (r.pool.connect_succeeded(m))
+        shard_.log.info("route \"{}\": upstream {} is up again", r.route.name,
+                        r.route.members[m].name);
     conn.phase = Phase::Forwarding;
+    conn.last_active = shard_.now;
+    conn.dir(Side::ToUpstream).src = conn.client.get();
+    conn.dir(Side::ToUpstream).dst = conn.upstream.get();
+    conn.dir(Side::ToClient).src = conn.upstream.get();
+    conn.dir(Side::ToClient).dst = conn.client.get();
     for (Side side : kBothSides)
         handle(conn, side, directions_.start(conn, side));
+}
+
+void Connections::connect_failed(Connection& conn, int result) {
+    ShardRoute& r = *conn.route;
+    auto m = static_cast<std::size_t>(conn.member);
+    bump(shard_.io.counters().upstream_failures);
+    r.pool.closed(m);
+    conn.member_counted = false;
+    // The linked timeout cancels a connect that outlives it: -ECANCELED.
+    conn.last_error = result;
+    bool timed_out = result == -ECANCELED || result == -ETIMEDOUT;
+    conn.last_failure = timed_out ? CloseReason::ConnectTimeout : CloseReason::Refused;
+    if (r.pool.connect_failed(m, shard_.now))
+        shard_.log.warn("route \"{}\": upstream {} is down ({})", r.route.name,
+                        r.route.members[m].name, failure_text(conn));
+    conn.upstream.reset(); // the connect has completed: the kernel holds it no more
+    bool retries_left = conn.tried.size() <= r.route.pool.retries;
+    if (retries_left && shard_.now < conn.connect_deadline)
+        connect_next(conn);
+    else
+        give_up(conn);
+}
+
+std::string Connections::failure_text(const Connection& conn) const {
+    if (conn.last_error == -ECANCELED)
+        return fmt::format("no answer within {} ms",
+                           conn.route->route.pool.connect_timeout.count());
+    return errno_text(conn.last_error);
+}
+
+void Connections::give_up(Connection& conn) {
+    if (upstream_failure_log_.allow(LogThrottle::Clock::now()))
+        shard_.log.warn("route \"{}\": upstream {}: {}; resetting client {}{}",
+                        conn.route->route.name, tried_names(conn), failure_text(conn),
+                        peer_name(conn.client.get()),
+                        suppressed_note(upstream_failure_log_.suppressed()));
+    close(conn, conn.last_failure);
+}
+
+std::string Connections::tried_names(const Connection& conn) const {
+    const Route& route = conn.route->route;
+    std::string out;
+    for (std::size_t m = 0; m < route.members.size(); ++m)
+        if (conn.tried.contains(m))
+            out += (out.empty() ? "" : ", ") + route.members[m].name;
+    return out;
 }
 
 void Connections::handle(Connection& conn, Side side, const Outcome& outcome) {
@@ -152,16 +237,30 @@ void Connections::finalize(Connection& conn) {
             if (fd->valid())
                 set_reset_on_close(fd->get());
     }
+    ShardRoute& r = *conn.route;
+    if (conn.member_counted)
+        r.pool.closed(static_cast<std::size_t>(conn.member));
+    --r.active;
     ShardCounters& counters = shard_.io.counters();
     bump(counters.closed(conn.close_reason));
     table_.release(conn); // closes both sockets
     drop(counters.active);
+    room_(r);
 }
 
 void Connections::after_batch() {
     directions_.resume_waiters(table_, [this](Connection& conn, Side side, const Outcome& o) {
         handle(conn, side, o);
         settle(conn);
+    });
+}
+
+void Connections::close_idle() {
+    table_.for_each_active([this](Connection& conn) {
+        auto limit = conn.route->route.idle_timeout;
+        if (conn.phase == Phase::Forwarding && limit.count() > 0 &&
+            shard_.now - conn.last_active >= limit)
+            close(conn, CloseReason::IdleTimeout);
     });
 }
 

@@ -106,9 +106,10 @@ void Directions::start_pair(Connection& conn, Side side) {
                           kSpliceFlags);
 }
 
-void Directions::count_bytes(Side side, int moved) {
+void Directions::count_bytes(Connection& conn, Side side, int moved) {
     if (moved <= 0)
         return;
+    conn.last_active = shard_.now;
     ShardCounters& counters = shard_.io.counters();
     bump(side == Side::ToUpstream ? counters.bytes_to_upstream : counters.bytes_to_client,
          static_cast<uint64_t>(moved));
@@ -130,7 +131,7 @@ Outcome Directions::on_pair_half(Connection& conn, Side side, Op op, int result)
         dir.pipe->filled(static_cast<std::size_t>(dir.pair_in));
     if (dir.pair_out > 0)
         dir.pipe->drained(static_cast<std::size_t>(dir.pair_out));
-    count_bytes(side, dir.pair_out);
+    count_bytes(conn, side, dir.pair_out);
     if (dir.pair_in > 0 && !dir.pipe->empty())
         bump(counters.short_splices);
 
@@ -159,7 +160,7 @@ Outcome Directions::on_drained(Connection& conn, Side side, int result) {
         bump(shard_.io.counters().eagains);
     if (result > 0)
         dir.pipe->drained(static_cast<std::size_t>(result));
-    count_bytes(side, result);
+    count_bytes(conn, side, result);
     if (conn.phase == Phase::Closing)
         return Outcome::running();
     return follow(conn, side, after_drain(result, dir.pipe->bytes()), /*read_result=*/0, result);
@@ -405,7 +406,7 @@ Outcome Directions::on_sent(Connection& conn, Side side, int result) {
     if (result <= 0)
         return destination_failed(side, result == 0 ? "nothing was sent to" : "writing", result);
     bump(shard_.io.counters().copy_sends);
-    count_bytes(side, result);
+    count_bytes(conn, side, result);
     CopyChunk& first = dir.chunks[0];
     first.sent += static_cast<uint32_t>(result);
     if (first.sent == first.length) {

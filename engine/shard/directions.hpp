@@ -83,7 +83,8 @@ private:
     void give_back_chunks(Direction& dir);
     void resume_buffer_waiters(ConnectionTable& table, const OutcomeHandler& handle);
 
-    void count_bytes(Side side, int moved);
+    // Counts bytes delivered and notes the connection as active.
+    void count_bytes(Connection& conn, Side side, int moved);
 
     struct Waiting {
         uint32_t slot;

@@ -25,7 +25,7 @@ bool is_fd_shortage(int err) {
 }
 
 Listener::Listener(ShardIo& io, const Logger& log, const ListenerSetup& setup)
-    : io_(io), log_(log), index_(setup.index) {
+    : io_(io), log_(log), index_(setup.index), route_(setup.route) {
     if (setup.shared_fd >= 0) {
         fd_.reset(::fcntl(setup.shared_fd, F_DUPFD_CLOEXEC, 0));
         if (!fd_)
@@ -78,7 +78,7 @@ int Listener::on_accept(const uring::Completion& c, std::size_t open_connections
 }
 
 void Listener::keep_accepting() {
-    if (armed_ || stopping_ || paused_)
+    if (armed_ || stopping_ || paused_ || held_)
         return;
     if (pause_wanted_) {
         pause_wanted_ = false;
@@ -102,10 +102,25 @@ void Listener::pause_for_fd_shortage(const char* what, int err, std::size_t open
     pause_wanted_ = true;
     // A multishot accept would keep taking clients we cannot serve (each needs a
     // second fd for its upstream): stop it; keep_accepting() pauses once it has ended.
+    end_accept();
+}
+
+void Listener::end_accept() {
     if (armed_ && !cancel_pending_) {
         io_.cancel(in_flight_, tag(Op::Accept), tag(Op::ListenerCancel));
         cancel_pending_ = true;
     }
+}
+
+void Listener::hold() {
+    held_ = true;
+    // Clients the accept still takes before the cancel lands wait in the shard.
+    end_accept();
+}
+
+void Listener::release_hold() {
+    held_ = false;
+    keep_accepting();
 }
 
 void Listener::shortage_over() {
@@ -117,6 +132,12 @@ void Listener::on_pause_over() {
     paused_ = false;
     if (!stopping_ && !armed_)
         arm();
+}
+
+void Listener::move_to_route(uint32_t route) {
+    route_ = route;
+    if (held_)
+        release_hold(); // a new route starts with room
 }
 
 void Listener::stop() {

@@ -15,7 +15,8 @@
 namespace uringfwd::engine {
 
 struct ListenerSetup {
-    uint32_t index = 0;
+    uint32_t index = 0; // among the shard's listeners
+    uint32_t route = 0; // the route it accepts clients for
     SocketAddress address;
     int cpu = -1; // the shard's CPU, for SO_INCOMING_CPU (-1: none)
     bool set_incoming_cpu = false;
@@ -54,10 +55,22 @@ public:
     // A connection got its upstream socket: a shortage episode, if any, is over.
     void shortage_over();
 
-    // Stops accepting at once; the socket closes when the accept has ended.
+    // The route is at its connection limit: stop accepting (clients wait in the
+    // backlog) until release_hold().
+    void hold();
+    void release_hold();
+
+    // Stops accepting at once; the socket closes when the accept has ended. For good:
+    // a stopped listener is never started again.
     void stop();
+    bool stopped() const { return stopping_; }
+
+    // A reconfiguration moved this address to another route (its index): clients
+    // accepted from now on are that route's.
+    void move_to_route(uint32_t route);
 
     uint32_t index() const { return index_; }
+    uint32_t route() const { return route_; }
     int fd() const { return fd_.get(); }
     SocketAddress bound() const { return bound_; }
     bool is_tcp() const { return bound_.family() != AF_UNIX; }
@@ -67,11 +80,13 @@ public:
 
 private:
     void arm();
+    void end_accept(); // cancels the multishot accept, if armed
     OpTag tag(Op op) const { return OpTag::for_shard(op, index_); }
 
     ShardIo& io_;
     const Logger& log_;
     uint32_t index_;
+    uint32_t route_;
     uring::UniqueFd fd_;
     SocketAddress bound_;
     std::string steering_ = "kernel hash";
@@ -80,6 +95,7 @@ private:
     bool paused_ = false;
     bool cancel_pending_ = false;
     bool pause_wanted_ = false; // pause once the multishot accept has ended
+    bool held_ = false;         // the route is at its connection limit
     bool stopping_ = false;
     std::chrono::milliseconds backoff_{0};
 };

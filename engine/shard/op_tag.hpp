@@ -31,6 +31,7 @@ enum class Op : uint8_t {
     PipeRetry, // timer: try again to get pipes for waiting directions
     PipeRetryCancel,
     DrainDeadline, // timer: stop waiting for connections to finish
+    IdleSweep,     // timer: close connections idle past their route's idle timeout
     ShardCancel,
     // Listener operations (slot == kShardSlot, index = the listener's).
     Accept,

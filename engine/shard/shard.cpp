@@ -1,5 +1,6 @@
 #include "shard/shard.hpp"
 
+#include "net/sockets.hpp"
 #include "platform/cpu_affinity.hpp"
 
 #include <poll.h>
@@ -8,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -29,6 +31,11 @@ Shard::~Shard() = default;
 
 void Shard::request_stop(std::chrono::milliseconds drain) {
     drain_ms_.store(drain.count(), std::memory_order_release);
+    stop_requested_.store(true, std::memory_order_release);
+    wake();
+}
+
+void Shard::wake() {
     uint64_t one = 1;
     // Cannot fail in a way worth handling: the counter only saturates after 2^64 - 1.
     [[maybe_unused]] ssize_t n = ::write(wake_fd_.get(), &one, sizeof(one));
@@ -66,9 +73,16 @@ void Shard::setup() {
     setup_buffers();
     context_ = std::make_unique<ShardContext>(
         ShardContext{*io_, *pool_, buffers_.get(), data_path_, config_, log_});
-    connections_ = std::make_unique<Connections>(*context_);
-    listeners_.push_back(std::make_unique<Listener>(*io_, log_, setup_.listener));
-    bound_ = listeners_.front()->bound();
+    for (const Route& route : setup_.routes->routes)
+        routes_.push_back(std::make_unique<ShardRoute>(route, setup_.routes, setup_.shards));
+    plan_idle_sweep();
+    connections_ =
+        std::make_unique<Connections>(*context_, [this](ShardRoute& route) { on_room(route); });
+    for (const ListenerSetup& ls : setup_.listeners) {
+        listeners_.push_back(std::make_unique<Listener>(*io_, log_, ls));
+        bound_.push_back(listeners_.back()->bound());
+        listener_fds_.push_back(listeners_.back()->fd());
+    }
 
     // Probe the pipe size now, so the start-up line tells the truth and any budget
     // refusal shows up at once rather than on the first connection. The copy path
@@ -132,9 +146,13 @@ void Shard::serve() {
     for (auto& listener : listeners_)
         listener->start();
     io_->poll(in_flight_, OpTag::for_shard(Op::Wake), wake_fd_.get(), POLLIN);
+    context_->now = std::chrono::steady_clock::now();
+    arm_idle_sweep();
 
     while (!done_serving()) {
-        for (const uring::Completion& c : io_->submit_and_wait(config_.busy_poll))
+        std::span<const uring::Completion> batch = io_->submit_and_wait(config_.busy_poll);
+        context_->now = std::chrono::steady_clock::now();
+        for (const uring::Completion& c : batch)
             dispatch(c);
         after_batch();
     }
@@ -144,6 +162,8 @@ void Shard::serve() {
 
 void Shard::after_batch() {
     connections_->after_batch();
+    if (!retired_routes_.empty())
+        prune_retired_routes();
     finish_when_idle();
     log_pool_notices();
     io_->publish_counters();
@@ -201,6 +221,14 @@ void Shard::dispatch(const uring::Completion& c) {
         if (c.result == -ETIME)
             connections_->close_all(CloseReason::DrainTimeout);
         break;
+    case Op::IdleSweep:
+        io_->completed(in_flight_, t, c);
+        idle_sweep_armed_ = false;
+        if (c.result == -ETIME) {
+            connections_->close_idle();
+            arm_idle_sweep();
+        }
+        break;
     case Op::ShardCancel:
         io_->completed(in_flight_, t, c);
         break;
@@ -226,13 +254,51 @@ void Shard::on_listener_op(const OpTag& t, const uring::Completion& c) {
 }
 
 void Shard::open_connection(Listener& listener, int client_fd) {
-    int err = connections_->open(client_fd, listener.is_tcp(), setup_.upstream);
+    ShardRoute& route = *routes_[listener.route()];
+    if (route.full() || !route.waiting.empty()) {
+        // At the route's limit: the client waits, holding nothing but its socket, and
+        // the route's listeners stop taking more (those wait in the backlog).
+        route.waiting.push_back({client_fd, listener.is_tcp()});
+    } else {
+        admit(route, client_fd, listener.is_tcp());
+    }
+    if (route.full() && !route.held) {
+        route.held = true;
+        for_listeners_of(route, [](Listener& each) { each.hold(); });
+    }
+}
+
+void Shard::admit(ShardRoute& route, int client_fd, bool is_tcp) {
+    int err = connections_->open(client_fd, is_tcp, route);
     if (err == 0) {
-        listener.shortage_over();
+        for (auto& each : listeners_)
+            each->shortage_over();
     } else if (is_fd_shortage(err)) {
         // Every listener shares the process's fd table: all of them pause.
         for (auto& each : listeners_)
             each->pause_for_fd_shortage("upstream socket", err, connections_->active());
+    }
+}
+
+// A connection of `route` has gone: let waiting clients in, then the listeners.
+void Shard::on_room(ShardRoute& route) {
+    if (stopping_)
+        return;
+    while (!route.full() && !route.waiting.empty()) {
+        WaitingClient next = route.waiting.front();
+        route.waiting.pop_front();
+        admit(route, next.fd, next.is_tcp);
+    }
+    if (route.held && !route.full()) {
+        route.held = false;
+        for_listeners_of(route, [](Listener& each) { each.release_hold(); });
+    }
+}
+
+void Shard::arm_idle_sweep() {
+    if (idle_sweep_.count() > 0 && !stopping_ && !idle_sweep_armed_) {
+        io_->timeout(in_flight_, OpTag::for_shard(Op::IdleSweep), idle_sweep_);
+        idle_sweep_armed_ = true;
     }
 }
 
@@ -243,6 +309,14 @@ void Shard::on_wake(int result) {
         return; // cancelled: the shard is finishing
     uint64_t value = 0;
     [[maybe_unused]] ssize_t n = ::read(wake_fd_.get(), &value, sizeof(value));
+    take_change();
+    if (stop_requested_.load(std::memory_order_acquire))
+        stop_now();
+    // Listen for a further request (a change, a second SIGTERM shortening the drain).
+    io_->poll(in_flight_, OpTag::for_shard(Op::Wake), wake_fd_.get(), POLLIN);
+}
+
+void Shard::stop_now() {
     begin_stop();
     auto drain = std::chrono::milliseconds(drain_ms_.load(std::memory_order_acquire));
     if (drain.count() <= 0) {
@@ -255,8 +329,6 @@ void Shard::on_wake(int result) {
         log_.info("stopping: waiting up to {} ms for {} connections to finish", drain.count(),
                   connections_->active());
     }
-    // Listen for a further request (a second SIGTERM shortening the drain).
-    io_->poll(in_flight_, OpTag::for_shard(Op::Wake), wake_fd_.get(), POLLIN);
 }
 
 void Shard::begin_stop() {
@@ -266,6 +338,18 @@ void Shard::begin_stop() {
     for (auto& listener : listeners_)
         listener->stop();
     connections_->directions().stop();
+    // Clients still waiting for room are refused: the engine takes no new connection.
+    for (auto* routes : {&routes_, &retired_routes_}) {
+        for (auto& route : *routes) {
+            for (const WaitingClient& client : route->waiting) {
+                set_reset_on_close(client.fd);
+                ::close(client.fd);
+            }
+            route->waiting.clear();
+        }
+    }
+    if (idle_sweep_armed_)
+        io_->cancel(in_flight_, OpTag::for_shard(Op::IdleSweep), OpTag::for_shard(Op::ShardCancel));
 }
 
 void Shard::finish_when_idle() {

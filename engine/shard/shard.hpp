@@ -12,6 +12,7 @@
 #include "shard/shard_context.hpp"
 #include "shard/shard_counters.hpp"
 #include "shard/shard_io.hpp"
+#include "shard/shard_route.hpp"
 #include "support/logger.hpp"
 #include "uring/provided_buffers.hpp"
 #include "uring/unique_fd.hpp"
@@ -21,6 +22,7 @@
 #include <chrono>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,11 +31,21 @@ namespace uringfwd::engine {
 
 struct ShardSetup {
     int index = 0;
+    std::size_t shards = 1; // in the engine: limits are split among them
     const EngineConfig* config = nullptr;
-    ListenerSetup listener; // its index is 0: one listener per shard for now
-    SocketAddress upstream;
-    int cpu = -1;                 // pin to this CPU (-1: don't pin)
-    std::vector<int> worker_cpus; // io-wq affinity (empty: leave as is)
+    std::shared_ptr<const RouteTable> routes;
+    std::vector<ListenerSetup> listeners; // listener i has index i
+    int cpu = -1;                         // pin to this CPU (-1: don't pin)
+    std::vector<int> worker_cpus;         // io-wq affinity (empty: leave as is)
+};
+
+// A new configuration for a running shard (Engine::reconfigure).
+struct ShardChange {
+    std::shared_ptr<const RouteTable> routes;
+    // Per listener the shard has: the route it serves from now on, or -1 to close it.
+    std::vector<int> listener_routes;
+    // Listeners to add; their indexes follow the existing ones.
+    std::vector<ListenerSetup> new_listeners;
 };
 
 class Shard {
@@ -50,12 +62,18 @@ public:
     // then everything is reset at once.
     void request_stop(std::chrono::milliseconds drain);
 
+    // Thread-safe: the shard applies `change` between two batches of completions and
+    // this returns then: empty, or why it could not (a new listener could not bind,
+    // the shard is stopping), in which case nothing changed. New connections use the
+    // new routes at once; open ones keep their route and member until they end.
+    std::string apply_change(ShardChange change);
+
     const ShardCounters& counters() const { return counters_; }
     // True once run() has returned (or never got past setup).
     bool finished() const { return finished_.load(std::memory_order_acquire); }
     // Valid once run() reported ready.
-    SocketAddress bound_address() const { return bound_; }
-    int listener_fd() const { return listeners_.front()->fd(); }
+    SocketAddress bound_address(std::size_t listener) const { return bound_[listener]; }
+    int listener_fd(std::size_t listener) const { return listener_fds_[listener]; }
     int cpu() const { return setup_.cpu; }
     std::string describe() const { return description_; }
 
@@ -69,7 +87,23 @@ private:
     void dispatch(const uring::Completion& c);
     void on_listener_op(const OpTag& tag, const uring::Completion& c);
     void open_connection(Listener& listener, int client_fd);
+    void admit(ShardRoute& route, int client_fd, bool is_tcp);
+    void on_room(ShardRoute& route);
+    // Calls f for each listener of `route` (none once the route is retired).
+    template <typename F> void for_listeners_of(const ShardRoute& route, F&& f) {
+        for (auto& listener : listeners_)
+            if (!listener->stopped() && routes_[listener->route()].get() == &route)
+                f(*listener);
+    }
+    void arm_idle_sweep();
     void on_wake(int result);
+    void wake();
+    // shard_reload.cpp
+    void take_change();
+    std::string apply(ShardChange& change);
+    void prune_retired_routes();
+    void plan_idle_sweep();
+    void stop_now();
     void begin_stop();
     void finish_when_idle();
     void log_pool_notices();
@@ -86,10 +120,17 @@ private:
     std::unique_ptr<uring::ProvidedBuffers> buffers_; // null: splice only
     DataPath data_path_ = DataPath::Auto;             // what the shard really does
     std::unique_ptr<ShardContext> context_;
+    // Per route of setup_.routes, same order. Connections point at theirs, so routes
+    // replaced by a change are kept (retired) until their last connection has gone.
+    std::vector<std::unique_ptr<ShardRoute>> routes_;
+    std::vector<std::unique_ptr<ShardRoute>> retired_routes_;
     std::unique_ptr<Connections> connections_;
     std::vector<std::unique_ptr<Listener>> listeners_;
-    SocketAddress bound_;
+    std::vector<SocketAddress> bound_; // per listener, for the engine
+    std::vector<int> listener_fds_;
     std::string description_;
+    std::chrono::milliseconds idle_sweep_{0}; // 0: no route has an idle timeout
+    bool idle_sweep_armed_ = false;
 
     InFlight in_flight_; // the wake-up poll, the drain deadline, their cancels
     bool stopping_ = false;
@@ -97,6 +138,11 @@ private:
     bool final_cancels_sent_ = false;
     // Written by request_stop() on any thread before it writes the eventfd.
     std::atomic<int64_t> drain_ms_{0};
+    std::atomic<bool> stop_requested_{false};
+    // A change handed over by apply_change(), taken when the eventfd fires.
+    std::mutex change_mu_;
+    std::optional<ShardChange> change_;
+    std::promise<std::string> change_done_;
     std::atomic<bool> finished_{false};
 };
 

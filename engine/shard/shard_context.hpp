@@ -8,6 +8,8 @@
 #include "uring/provided_buffers.hpp"
 #include "uringfwd/config.hpp"
 
+#include <chrono>
+
 namespace uringfwd::engine {
 
 struct ShardContext {
@@ -17,6 +19,8 @@ struct ShardContext {
     DataPath data_path;              // what the shard really does (config or fallback)
     const EngineConfig& config;
     const Logger& log;
+    // The time of the batch of completions being handled: read once per batch.
+    std::chrono::steady_clock::time_point now{};
 };
 
 } // namespace uringfwd::engine

@@ -21,6 +21,17 @@ ProxyUnderTest::ProxyUnderTest(const Endpoint& upstream, ProxyOptions options) {
     config.listen = options.listen.value_or(loopback_any_port());
     config.upstream = upstream;
     config.connect_timeout = options.connect_timeout;
+    start(std::move(config), options);
+}
+
+ProxyUnderTest::ProxyUnderTest(std::vector<RouteConfig> routes, ProxyOptions options) {
+    EngineConfig config;
+    config.routes = std::move(routes);
+    start(std::move(config), options);
+}
+
+void ProxyUnderTest::start(EngineConfig config, const ProxyOptions& options) {
+    config.shards = options.shards;
     config.max_pipes = options.max_pipes;
     config.pipe_size = options.pipe_size;
     config.log_level = options.log_level;

@@ -23,6 +23,7 @@ struct ProxyOptions {
     std::optional<DataPath> data_path;
     unsigned copy_buffers = 0; // 0: the engine's default
     std::chrono::microseconds busy_poll{0};
+    std::size_t shards = 0; // 0: the engine's default (one per CPU)
     // Quiet by default; the captured lines are printed when a test fails.
     LogLevel log_level = LogLevel::Warn;
 };
@@ -30,12 +31,18 @@ struct ProxyOptions {
 class ProxyUnderTest {
 public:
     explicit ProxyUnderTest(const Endpoint& upstream, ProxyOptions options = {});
+    // Serves these routes instead (options.listen and connect_timeout do not apply).
+    explicit ProxyUnderTest(std::vector<RouteConfig> routes, ProxyOptions options = {});
     ~ProxyUnderTest();
     ProxyUnderTest(const ProxyUnderTest&) = delete;
     ProxyUnderTest& operator=(const ProxyUnderTest&) = delete;
 
-    // Where clients connect (port resolved).
+    // Where clients connect (port resolved): the first route's first address.
     Endpoint endpoint() const { return engine_->listen_endpoint(); }
+    // The first address of `route`.
+    Endpoint endpoint(std::string_view route) const {
+        return engine_->listen_endpoints(route).at(0);
+    }
     Engine& engine() { return *engine_; }
     EngineStats stats() const { return engine_->stats(); }
 
@@ -43,6 +50,7 @@ public:
     std::vector<std::string> log_lines() const;
 
 private:
+    void start(EngineConfig config, const ProxyOptions& options);
     struct LogBuffer {
         mutable std::mutex mu;
         std::vector<std::string> lines;

@@ -16,6 +16,8 @@
       "the upstream reset the connection or a read/write failed")                                  \
     R(arg, Refused, refused, "the upstream refused the connection or was unreachable")             \
     R(arg, ConnectTimeout, connect_timeout, "the upstream did not accept within connect_timeout")  \
+    R(arg, NoUpstream, no_upstream, "no member of the route's pool was up and had room")           \
+    R(arg, IdleTimeout, idle_timeout, "no byte in either direction for the route's idle_timeout")  \
     R(arg, DrainTimeout, drain_timeout, "still open when the drain after stop() ran out")          \
     R(arg, Stopped, stopped, "reset by a stop without drain")                                      \
     R(arg, LocalError, local_error,                                                                \
@@ -35,9 +37,9 @@ inline constexpr std::size_t kCloseReasonCount = 0 URINGFWD_CLOSE_REASONS(URINGF
 std::string_view to_string(CloseReason reason);
 
 // Whether the connection is closed with RST on both sides (SO_LINGER {1, 0}) rather
-// than FIN: every reason but a clean end means the stream was cut.
+// than FIN: every reason but a clean end or an idle timeout means the stream was cut.
 constexpr bool closes_with_reset(CloseReason reason) {
-    return reason != CloseReason::Clean;
+    return reason != CloseReason::Clean && reason != CloseReason::IdleTimeout;
 }
 
 } // namespace uringfwd

@@ -9,6 +9,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace uringfwd {
@@ -18,6 +19,17 @@ namespace uringfwd {
 class StartError : public std::runtime_error {
 public:
     using std::runtime_error::runtime_error;
+};
+
+// What Engine::reconfigure() did.
+struct ReloadResult {
+    // False when the new configuration was refused: `errors` says why (one line each)
+    // and the engine goes on exactly as before.
+    bool applied = false;
+    std::vector<std::string> errors;
+    // Settings that differ but cannot change while running (shards, CPUs, data path,
+    // pipes, buffers, ...): left as they were; a restart applies them.
+    std::vector<std::string> needs_restart;
 };
 
 class Engine {
@@ -31,8 +43,11 @@ public:
     Engine(const Engine&) = delete;
     Engine& operator=(const Engine&) = delete;
 
-    // The address actually bound (port 0 resolved to the real port).
+    // The address actually bound (port 0 resolved to the real port): the first listen
+    // address of the first route.
     Endpoint listen_endpoint() const;
+    // Every address `route` listens on, bound (empty for an unknown route).
+    std::vector<Endpoint> listen_endpoints(std::string_view route) const;
 
     // One line describing pipe size, ring features and the like, for a startup log.
     std::string describe() const;
@@ -47,6 +62,13 @@ public:
     void wait();
     // True once every shard has stopped (wait() then returns at once).
     bool stopped() const;
+
+    // Serves `config`'s routes from now on, without restarting: new connections use the
+    // new routes and pools at once; open connections keep their upstream until they
+    // end; listen addresses kept are not closed even for an instant, added ones are
+    // bound, removed ones closed (their connections go on, as on stop()). Thread-safe;
+    // returns once every shard has switched. Engine-wide settings are not changed.
+    ReloadResult reconfigure(EngineConfig config);
 
     // Counters summed over shards, and per shard. Cheap enough to poll every second.
     EngineStats stats() const;

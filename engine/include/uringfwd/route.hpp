@@ -30,7 +30,7 @@ std::string_view to_string(BalancePolicy policy); // "round-robin", "least-activ
 std::optional<BalancePolicy> parse_balance_policy(std::string_view text);
 
 struct UpstreamMember {
-    Endpoint address;   // a host name is resolved at start (and every resolve_interval)
+    Endpoint address;    // a host name is resolved at start (and every resolve_interval)
     unsigned weight = 1; // 1..1000
     // Used only while no primary member is up.
     bool backup = false;

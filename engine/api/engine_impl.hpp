@@ -1,0 +1,101 @@
+// The engine behind the public Engine: its shards and their threads, the routes they
+// serve and the listeners every shard holds. engine.cpp starts, describes, counts and
+// stops it; reconfigure.cpp changes its routes while it runs.
+#pragma once
+
+#include "uringfwd/engine.hpp"
+
+#include "net/socket_address.hpp"
+#include "routing/route_table.hpp"
+#include "shard/shard.hpp"
+#include "support/logger.hpp"
+#include "uringfwd/numa_topology.hpp"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace uringfwd {
+
+class Engine::Impl {
+public:
+    explicit Impl(EngineConfig config)
+        : config_(std::move(config)), log_(config_.log_level, config_.log_sink, "engine") {}
+
+    ~Impl();
+
+    void launch();
+
+    // Listener `l` of shard `shard`: TCP listeners form one SO_REUSEPORT group per
+    // address, whose first member (shard 0's) carries the steering program; Unix
+    // sockets have no SO_REUSEPORT, so later shards accept on a dup of shard 0's.
+    engine::ListenerSetup listener_setup(std::size_t shard, std::size_t l, int cpu,
+                                         std::optional<int> steering_base) const;
+
+    // The kernel takes a provided-buffer ring of a power-of-two size up to 32768
+    // entries, each buffer's length a 32-bit value; say so before any shard starts.
+    void check_copy_buffers() const;
+
+    Endpoint listen_endpoint() const;
+
+    std::vector<Endpoint> listen_endpoints(std::string_view route) const;
+
+    std::string describe() const;
+    // "listening on A, forwarding to B; ..." per route; plan_mu_ held.
+    std::string describe_routes() const;
+
+    void stop(std::optional<std::chrono::milliseconds> drain);
+
+    void wait();
+
+    std::vector<ShardStats> shard_stats() const;
+
+    bool stopped() const;
+
+    EngineStats stats() const;
+
+    // reconfigure.cpp
+    ReloadResult reconfigure(EngineConfig next);
+
+private:
+    void launch_shard(engine::ShardSetup setup);
+
+    // The io-wq workers of the ring(s) a thread submits to are named
+    // "iou-wrk-<submitter tid>" (io_uring/io-wq.c create_io_worker).
+    static std::map<int, uint64_t> count_iowq_workers();
+
+    // Which CPUs a shard's io-wq workers may use.
+    std::vector<int> worker_cpus(int shard_cpu) const;
+
+    void remove_unix_socket_file();
+
+    struct PlannedListener {
+        uint32_t route;
+        engine::SocketAddress address; // bound (port resolved) once shard 0 started
+        bool closed = false;           // removed by a reconfiguration
+    };
+    // reconfigure.cpp
+    std::vector<std::string> needs_restart(const EngineConfig& next) const;
+    std::string apply_to_shards(const engine::RouteTable& next,
+                                std::shared_ptr<const engine::RouteTable> table);
+    void remove_unix_socket_file(const engine::SocketAddress& address);
+
+    EngineConfig config_;
+    engine::Logger log_;
+    NumaTopology topology_;
+    std::vector<std::unique_ptr<engine::Shard>> shards_;
+    std::vector<std::thread> threads_;
+    std::shared_ptr<const engine::RouteTable> routes_;
+    std::vector<PlannedListener> listeners_;
+    std::optional<int> steering_base_; // CPU steering of TCP listeners (see launch())
+    bool unlinked_ = false;
+    // Guards routes_ and listeners_ once running: reconfigure() changes them while
+    // other threads may read them (listen_endpoints(), describe()).
+    mutable std::mutex plan_mu_;
+};
+
+} // namespace uringfwd

@@ -1,0 +1,139 @@
+// Engine::reconfigure: a new set of routes for a running engine. Validated and resolved
+// first, on the caller's thread; then shard 0 applies it (binding any new address, so a
+// port that cannot be had refuses the whole change while nothing has changed yet),
+// then every other shard, joining shard 0's new sockets.
+#include "api/engine_impl.hpp"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <set>
+
+namespace uringfwd {
+
+namespace {
+
+bool same_address(const engine::SocketAddress& a, const engine::SocketAddress& b) {
+    return a.length == b.length && std::memcmp(&a.storage, &b.storage, a.length) == 0;
+}
+
+} // namespace
+
+std::vector<std::string> Engine::Impl::needs_restart(const EngineConfig& next) const {
+    std::vector<std::string> out;
+    auto check = [&out](bool same, const char* what) {
+        if (!same)
+            out.push_back(what);
+    };
+    const EngineConfig& now = config_;
+    check(next.shards == now.shards && next.cpus == now.cpus, "shards and CPUs");
+    check(next.steer_by_cpu == now.steer_by_cpu, "steering");
+    check(next.worker_placement == now.worker_placement &&
+              next.iowq_max_workers == now.iowq_max_workers,
+          "io-wq workers");
+    check(next.data_path == now.data_path, "data path");
+    check(next.max_pipes == now.max_pipes && next.pipe_size == now.pipe_size, "pipes");
+    check(next.copy_buffers == now.copy_buffers && next.copy_buffer_size == now.copy_buffer_size,
+          "copy buffers");
+    check(next.busy_poll == now.busy_poll, "busy polling");
+    check(next.drain_timeout == now.drain_timeout, "drain timeout");
+    check(next.log_level == now.log_level, "log level");
+    check(next.ring_entries == now.ring_entries, "ring size");
+    return out;
+}
+
+ReloadResult Engine::Impl::reconfigure(EngineConfig next) {
+    std::lock_guard lock(plan_mu_);
+    ReloadResult result;
+    std::shared_ptr<const engine::RouteTable> table;
+    try {
+        table = engine::build_route_table(next);
+    } catch (const std::exception& e) {
+        result.errors.push_back(e.what());
+        return result;
+    }
+    std::set<std::string> names;
+    for (const engine::Route& route : table->routes)
+        if (!names.insert(route.name).second)
+            result.errors.push_back(fmt::format("route \"{}\" is defined twice", route.name));
+    if (!result.errors.empty())
+        return result;
+    if (std::string error = apply_to_shards(*table, table); !error.empty()) {
+        result.errors.push_back(error);
+        return result;
+    }
+    routes_ = table;
+    result.applied = true;
+    result.needs_restart = needs_restart(next);
+    log_.info("reconfigured: {}", describe_routes());
+    for (const std::string& what : result.needs_restart)
+        log_.warn("reconfigure: {} changed but needs a restart; keeping the running value", what);
+    return result;
+}
+
+std::string Engine::Impl::apply_to_shards(const engine::RouteTable& next,
+                                          std::shared_ptr<const engine::RouteTable> table) {
+    // Which of today's listeners each new address keeps; the rest are new.
+    std::vector<int> listener_routes(listeners_.size(), -1);
+    std::vector<PlannedListener> added;
+    for (std::size_t r = 0; r < next.routes.size(); ++r) {
+        for (const engine::SocketAddress& address : next.routes[r].listen) {
+            bool kept = false;
+            for (std::size_t l = 0; l < listeners_.size() && !kept; ++l) {
+                if (!listeners_[l].closed && listener_routes[l] < 0 &&
+                    same_address(listeners_[l].address, address)) {
+                    listener_routes[l] = static_cast<int>(r);
+                    kept = true;
+                }
+            }
+            for (const PlannedListener& other : added)
+                if (same_address(other.address, address) && address.family() != AF_UNIX &&
+                    engine::to_endpoint(address).port != 0)
+                    return fmt::format("{} is listed twice",
+                                       engine::to_endpoint(address).to_string());
+            if (!kept)
+                added.push_back({static_cast<uint32_t>(r), address});
+        }
+    }
+    std::size_t first_new = listeners_.size();
+    for (std::size_t i = 0; i < shards_.size(); ++i) {
+        engine::ShardChange change;
+        change.routes = table;
+        change.listener_routes = listener_routes;
+        for (std::size_t k = 0; k < added.size(); ++k) {
+            engine::ListenerSetup setup;
+            setup.index = static_cast<uint32_t>(first_new + k);
+            setup.route = added[k].route;
+            setup.address = added[k].address;
+            setup.cpu = shards_[i]->cpu();
+            bool tcp = setup.address.family() != AF_UNIX;
+            setup.set_incoming_cpu = config_.steer_by_cpu && tcp;
+            if (i == 0 && tcp)
+                setup.steering_base = steering_base_;
+            else if (i > 0 && !tcp)
+                setup.shared_fd = shards_[0]->listener_fd(first_new + k);
+            change.new_listeners.push_back(setup);
+        }
+        std::string error = shards_[i]->apply_change(std::move(change));
+        if (!error.empty()) {
+            if (i == 0)
+                return error; // nothing changed anywhere
+            log_.error("shard {} could not apply the new routes: {}", i, error);
+        }
+        if (i == 0) // port 0 is resolved by the first bind; the others join that port
+            for (std::size_t k = 0; k < added.size(); ++k)
+                added[k].address = shards_[0]->bound_address(first_new + k);
+    }
+    for (std::size_t l = 0; l < listener_routes.size(); ++l) {
+        if (listener_routes[l] < 0 && !listeners_[l].closed) {
+            listeners_[l].closed = true;
+            remove_unix_socket_file(listeners_[l].address);
+        } else if (listener_routes[l] >= 0) {
+            listeners_[l].route = static_cast<uint32_t>(listener_routes[l]);
+        }
+    }
+    listeners_.insert(listeners_.end(), added.begin(), added.end());
+    return {};
+}
+
+} // namespace uringfwd

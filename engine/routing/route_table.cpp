@@ -1,0 +1,46 @@
+#include "routing/route_table.hpp"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+namespace uringfwd::engine {
+
+std::vector<RouteConfig> effective_routes(const EngineConfig& config) {
+    if (!config.routes.empty())
+        return config.routes;
+    RouteConfig route;
+    route.name = "default";
+    route.listen = {config.listen};
+    route.pool.members = {UpstreamMember{config.upstream}};
+    route.pool.connect_timeout = config.connect_timeout;
+    return {route};
+}
+
+std::shared_ptr<const RouteTable> build_route_table(const EngineConfig& config) {
+    auto table = std::make_shared<RouteTable>();
+    for (const RouteConfig& rc : effective_routes(config)) {
+        if (rc.listen.empty())
+            throw std::runtime_error(fmt::format("route \"{}\": no listen address", rc.name));
+        if (rc.pool.members.empty())
+            throw std::runtime_error(fmt::format("route \"{}\": no upstream", rc.name));
+        Route route;
+        route.name = rc.name;
+        route.pool = rc.pool;
+        route.max_connections = rc.max_connections;
+        route.idle_timeout = rc.idle_timeout;
+        for (const Endpoint& e : rc.listen)
+            route.listen.push_back(resolve(e));
+        for (const UpstreamMember& m : rc.pool.members) {
+            try {
+                route.members.push_back({resolve(m.address), m.address.to_string()});
+            } catch (const std::exception& e) {
+                throw std::runtime_error(fmt::format("route \"{}\": {}", rc.name, e.what()));
+            }
+        }
+        table->routes.push_back(std::move(route));
+    }
+    return table;
+}
+
+} // namespace uringfwd::engine

@@ -1,0 +1,42 @@
+// The routes an engine serves, with every address resolved: built once at start (and
+// again on reload) from EngineConfig, then shared read-only by every shard. Each shard
+// keeps its own per-route state (counts, balancing, health) beside it.
+#pragma once
+
+#include "net/socket_address.hpp"
+#include "uringfwd/config.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace uringfwd::engine {
+
+struct MemberRoute {
+    SocketAddress address; // resolved
+    std::string name;      // as configured ("host:port"): logs, stats, the Maglev key
+};
+
+struct Route {
+    std::string name;
+    std::vector<SocketAddress> listen; // resolved; port 0 until the first shard binds
+    std::vector<MemberRoute> members;  // in configuration order, as pool.members
+    UpstreamPool pool;                 // the configuration (policy, timeouts, health)
+    std::size_t max_connections = 0;   // engine-wide, as configured
+    std::chrono::milliseconds idle_timeout{0};
+};
+
+struct RouteTable {
+    std::vector<Route> routes;
+};
+
+// The routes of `config`: its `routes`, or one route "default" built from its listen,
+// upstream and connect_timeout fields when `routes` is empty. Resolves every address
+// (getaddrinfo: may block, so never on a shard). Throws std::runtime_error with a
+// one-line message naming the route and address that failed.
+std::shared_ptr<const RouteTable> build_route_table(const EngineConfig& config);
+
+// The routes `config` describes, with the single-route shorthand expanded.
+std::vector<RouteConfig> effective_routes(const EngineConfig& config);
+
+} // namespace uringfwd::engine

@@ -1,0 +1,106 @@
+// Reconfiguring a running shard (Engine::reconfigure): new routes for new connections,
+// listeners added and removed, while open connections keep what they have.
+#include "shard/shard.hpp"
+
+namespace uringfwd::engine {
+
+std::string Shard::apply_change(ShardChange change) {
+    std::future<std::string> done;
+    {
+        std::lock_guard lock(change_mu_);
+        if (change_)
+            return "another change is still being applied";
+        change_ = std::move(change);
+        change_done_ = std::promise<std::string>();
+        done = change_done_.get_future();
+    }
+    wake();
+    while (done.wait_for(std::chrono::milliseconds{50}) != std::future_status::ready) {
+        if (finished()) {
+            std::lock_guard lock(change_mu_);
+            if (change_) { // never taken: the shard ended first
+                change_.reset();
+                return "the shard has stopped";
+            }
+        }
+    }
+    return done.get();
+}
+
+void Shard::take_change() {
+    std::optional<ShardChange> change;
+    std::promise<std::string> done;
+    {
+        std::lock_guard lock(change_mu_);
+        if (!change_)
+            return;
+        change = std::move(change_);
+        change_.reset();
+        done = std::move(change_done_);
+    }
+    done.set_value(stopping_ ? std::string("the engine is stopping") : apply(*change));
+}
+
+std::string Shard::apply(ShardChange& change) {
+    // Bind the new listeners first: when one cannot be had, nothing has changed yet
+    // (the ones made so far close with `added`).
+    std::vector<std::unique_ptr<Listener>> added;
+    try {
+        for (const ListenerSetup& setup : change.new_listeners)
+            added.push_back(std::make_unique<Listener>(*io_, log_, setup));
+    } catch (const std::exception& e) {
+        return e.what();
+    }
+    // The old routes stay, retired, for the connections that still point at them.
+    for (auto& route : routes_)
+        retired_routes_.push_back(std::move(route));
+    routes_.clear();
+    for (const Route& route : change.routes->routes)
+        routes_.push_back(std::make_unique<ShardRoute>(route, change.routes, setup_.shards));
+    setup_.routes = change.routes;
+
+    // An address kept keeps its socket, so no client of it is ever refused; its
+    // clients go to the new route from now on.
+    for (std::size_t i = 0; i < listeners_.size(); ++i) {
+        Listener& listener = *listeners_[i];
+        if (listener.stopped())
+            continue;
+        int route = i < change.listener_routes.size() ? change.listener_routes[i] : -1;
+        if (route < 0)
+            listener.stop(); // its open connections go on, as on stop()
+        else
+            listener.move_to_route(static_cast<uint32_t>(route));
+    }
+    for (auto& listener : added) {
+        bound_.push_back(listener->bound());
+        listener_fds_.push_back(listener->fd());
+        listener->start();
+        listeners_.push_back(std::move(listener));
+    }
+    plan_idle_sweep();
+    arm_idle_sweep();
+    prune_retired_routes();
+    return {};
+}
+
+void Shard::prune_retired_routes() {
+    std::erase_if(retired_routes_, [](const std::unique_ptr<ShardRoute>& route) {
+        return route->active == 0 && route->waiting.empty();
+    });
+}
+
+void Shard::plan_idle_sweep() {
+    idle_sweep_ = std::chrono::milliseconds{0};
+    for (const auto& route : routes_) {
+        auto timeout = route->route.idle_timeout;
+        if (timeout.count() <= 0)
+            continue;
+        // A quarter of the shortest timeout: an idle connection is closed at most 25 %
+        // late, and the sweep stays rare.
+        auto every =
+            std::clamp(timeout / 4, std::chrono::milliseconds{10}, std::chrono::milliseconds{1000});
+        idle_sweep_ = idle_sweep_.count() == 0 ? every : std::min(idle_sweep_, every);
+    }
+}
+
+} // namespace uringfwd::engine

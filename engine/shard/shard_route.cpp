@@ -1,0 +1,36 @@
+#include "shard/shard_route.hpp"
+
+namespace uringfwd::engine {
+
+namespace {
+
+// Passive health needs somewhere else to go: marking the only member down would turn
+// its slow refusals into fast ones and delay its recovery, so a pool of one is always
+// tried.
+UpstreamPool with_passive_health_where_useful(UpstreamPool pool) {
+    if (pool.members.size() < 2)
+        pool.passive.fall = 0;
+    return pool;
+}
+
+std::vector<std::string> member_keys(const Route& route) {
+    std::vector<std::string> keys;
+    for (const MemberRoute& m : route.members)
+        keys.push_back(m.name);
+    return keys;
+}
+
+} // namespace
+
+ShardRoute::ShardRoute(const Route& r, std::shared_ptr<const RouteTable> t, std::size_t shards)
+    : table(std::move(t)), route(r),
+      pool(with_passive_health_where_useful(r.pool), member_keys(r), shards),
+      limit(per_shard_limit(r.max_connections, shards)) {}
+
+std::chrono::milliseconds ShardRoute::connect_deadline() const {
+    if (route.pool.connect_deadline.count() > 0)
+        return route.pool.connect_deadline;
+    return route.pool.connect_timeout * (route.pool.retries + 1);
+}
+
+} // namespace uringfwd::engine

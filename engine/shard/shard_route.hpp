@@ -1,0 +1,41 @@
+// A shard's state for one route: its pool (balancing, passive health, per-member
+// counts), its open connections against the route's limit, and the clients accepted
+// while it was at that limit, which wait here for room. Each shard has its own, so the
+// shards share nothing but the read-only Route.
+#pragma once
+
+#include "routing/pool_state.hpp"
+#include "routing/route_table.hpp"
+#include "routing/shard_limit.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <deque>
+#include <memory>
+
+namespace uringfwd::engine {
+
+struct WaitingClient {
+    int fd;
+    bool is_tcp;
+};
+
+struct ShardRoute {
+    // `table` holds `route` and is kept alive as long as this state is.
+    ShardRoute(const Route& route, std::shared_ptr<const RouteTable> table, std::size_t shards);
+
+    std::shared_ptr<const RouteTable> table;
+    const Route& route;
+    PoolState pool;
+    std::size_t active = 0;
+    std::size_t limit = 0;             // open connections at most on this shard; 0: none
+    std::deque<WaitingClient> waiting; // accepted at the limit; fds owned here
+    bool held = false;                 // its listeners hold off accepting
+
+    bool full() const { return limit != 0 && active >= limit; }
+    // All connect attempts of one client together end by then.
+    std::chrono::milliseconds connect_deadline() const;
+    bool hashes_client() const { return route.pool.balance == BalancePolicy::Maglev; }
+};
+
+} // namespace uringfwd::engine

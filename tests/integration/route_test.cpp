@@ -1,0 +1,285 @@
+// Routes and pools over real sockets: several routes in one engine, each balancing
+// over its members (round-robin by weight, least-active, Maglev), failing over to the
+// next member when a connect fails, keeping backups for when no primary is left,
+// holding clients at the route's connection limit and closing idle connections.
+// Members are NamedServers, so each connection tells which member it reached.
+#include "tests/support/named_server.hpp"
+#include "tests/support/proc_stats.hpp"
+#include "tests/support/proxy_under_test.hpp"
+#include "tests/support/socket_io.hpp"
+#include "tests/support/sockets.hpp"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <sys/socket.h>
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace uringfwd::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+UpstreamMember member(const Endpoint& address, unsigned weight = 1, bool backup = false) {
+    UpstreamMember m;
+    m.address = address;
+    m.weight = weight;
+    m.backup = backup;
+    return m;
+}
+
+RouteConfig route(std::string name, std::vector<UpstreamMember> members,
+                  BalancePolicy balance = BalancePolicy::RoundRobin) {
+    RouteConfig r;
+    r.name = std::move(name);
+    r.listen = {loopback_any_port()};
+    r.pool.members = std::move(members);
+    r.pool.balance = balance;
+    r.pool.connect_timeout = 1000ms;
+    return r;
+}
+
+ProxyOptions one_shard() {
+    ProxyOptions o;
+    o.shards = 1;
+    return o;
+}
+
+// How many of `n` connections reached each member.
+std::map<char, int> spread(const Endpoint& proxy, int n) {
+    std::map<char, int> seen;
+    for (int i = 0; i < n; ++i)
+        if (auto name = name_through(proxy, Deadline{5s}))
+            ++seen[*name];
+        else
+            ++seen['?'];
+    return seen;
+}
+
+TEST(Routes, EachRouteForwardsToItsOwnPool) {
+    NamedServer a{'a'};
+    NamedServer b{'b'};
+    ProxyUnderTest proxy{
+        {route("first", {member(a.endpoint())}), route("second", {member(b.endpoint())})}};
+    EXPECT_EQ(name_through(proxy.endpoint("first"), Deadline{5s}), 'a');
+    EXPECT_EQ(name_through(proxy.endpoint("second"), Deadline{5s}), 'b');
+    EXPECT_NE(proxy.endpoint("first").port, proxy.endpoint("second").port);
+}
+
+TEST(Routes, RoundRobinFollowsTheWeights) {
+    NamedServer a{'a'};
+    NamedServer b{'b'};
+    NamedServer c{'c'};
+    ProxyUnderTest proxy{
+        {route("web", {member(a.endpoint(), 1), member(b.endpoint(), 2), member(c.endpoint(), 3)})},
+        one_shard()};
+    const std::map<char, int> seen = spread(proxy.endpoint(), 3000);
+    EXPECT_EQ(seen.count('?'), 0u);
+    EXPECT_NEAR(seen.at('a'), 500, 150); // ±5 % of 3000
+    EXPECT_NEAR(seen.at('b'), 1000, 150);
+    EXPECT_NEAR(seen.at('c'), 1500, 150);
+}
+
+TEST(Routes, LeastActiveSendsNewClientsToTheIdleMember) {
+    NamedServer a{'a'};
+    NamedServer b{'b'};
+    ProxyUnderTest proxy{
+        {route("web", {member(a.endpoint()), member(b.endpoint())}, BalancePolicy::LeastActive)},
+        one_shard()};
+    // Ten held connections spread five and five; then the five on `a` end.
+    std::vector<UniqueFd> on_a;
+    std::vector<UniqueFd> on_b;
+    for (int i = 0; i < 10; ++i) {
+        UniqueFd fd;
+        auto name = name_through(proxy.endpoint(), Deadline{5s}, {}, &fd);
+        ASSERT_TRUE(name.has_value());
+        (*name == 'a' ? on_a : on_b).push_back(std::move(fd));
+    }
+    EXPECT_EQ(on_a.size(), 5u);
+    on_a.clear();
+    ASSERT_TRUE(eventually([&] { return proxy.stats().active == 5; }, Deadline{5s}));
+    // `b` still holds five: least-active sends the next five to `a` (round-robin would
+    // alternate).
+    for (int i = 0; i < 5; ++i) {
+        UniqueFd fd;
+        EXPECT_EQ(name_through(proxy.endpoint(), Deadline{5s}, {}, &fd), 'a');
+        on_a.push_back(std::move(fd));
+    }
+}
+
+// Client n of a test comes from 127.x.y.z, a distinct source address.
+std::string source_address(int n) {
+    return fmt::format("127.{}.{}.{}", 1 + n / 62500, (n / 250) % 250 + 1, n % 250 + 1);
+}
+
+TEST(Routes, MaglevSpreadsClientsEvenlyAndKeepsEachOnItsMember) {
+    std::vector<std::unique_ptr<NamedServer>> servers;
+    std::vector<UpstreamMember> members;
+    for (char name : std::string("abcde")) {
+        servers.push_back(std::make_unique<NamedServer>(name));
+        members.push_back(member(servers.back()->endpoint()));
+    }
+    ProxyUnderTest proxy{{route("web", members, BalancePolicy::Maglev)}, one_shard()};
+    ProxyUnderTest twin{{route("web", {members.rbegin(), members.rend()}, BalancePolicy::Maglev)},
+                        one_shard()};
+    members.pop_back();
+    ProxyUnderTest fewer{{route("web", members, BalancePolicy::Maglev)}, one_shard()};
+
+    constexpr int kClients = 10000;
+    std::map<char, int> seen;
+    int moved = 0;
+    for (int n = 0; n < kClients; ++n) {
+        const std::string source = source_address(n);
+        auto name = name_through(proxy.endpoint(), Deadline{5s}, source);
+        ASSERT_TRUE(name.has_value()) << source;
+        ++seen[*name];
+        if (n % 10 == 0) { // the same client again, and through an engine listing the
+                           // members in another order: the same member
+            EXPECT_EQ(name_through(proxy.endpoint(), Deadline{5s}, source), name) << source;
+            EXPECT_EQ(name_through(twin.endpoint(), Deadline{5s}, source), name) << source;
+        }
+        if (name_through(fewer.endpoint(), Deadline{5s}, source) != name)
+            ++moved;
+    }
+    for (char name : std::string("abcde"))
+        EXPECT_NEAR(seen[name], kClients / 5, kClients / 20) << name; // ±5 % of even
+    // Removing one of five members moves its fifth of the clients, and few others.
+    EXPECT_LE(moved, kClients * 22 / 100);
+    std::printf("maglev: a=%d b=%d c=%d d=%d e=%d, moved %d of %d when e was removed\n", seen['a'],
+                seen['b'], seen['c'], seen['d'], seen['e'], moved, kClients);
+}
+
+TEST(Routes, RefusedMemberIsSkippedWithinTheRetries) {
+    const ReservedPort refusing = reserve_refusing_port();
+    NamedServer live{'l'};
+    RouteConfig r = route("web", {member(refusing.endpoint), member(live.endpoint())});
+    r.pool.retries = 1;
+    ProxyUnderTest proxy{{r}, one_shard()};
+    const std::map<char, int> seen = spread(proxy.endpoint(), 100);
+    EXPECT_EQ(seen.at('l'), 100);
+    EXPECT_EQ(proxy.stats().closed_refused, 0u) << proxy.stats().to_line();
+    EXPECT_GE(proxy.stats().upstream_failures, 1u);
+}
+
+// A listener whose accept queue is full drops SYNs (tcp_conn_request): a connect to it
+// gets no answer, as with a blackholed host.
+struct Blackhole {
+    Listener listener = listen_loopback(Family::Inet4);
+    std::vector<UniqueFd> fillers;
+    Blackhole() {
+        ::listen(listener.fd(), 0);
+        for (int i = 0; i < 4; ++i) {
+            UniqueFd f;
+            if (try_connect(listener.endpoint(), 200ms, f) == 0)
+                fillers.push_back(std::move(f));
+        }
+    }
+};
+
+TEST(Routes, BlackholedMemberIsSkippedWithinTheDeadline) {
+    Blackhole hole;
+    NamedServer live{'l'};
+    RouteConfig r = route("web", {member(hole.listener.endpoint()), member(live.endpoint())});
+    r.pool.connect_timeout = 200ms;
+    r.pool.retries = 1;
+    r.pool.passive.fall = 0; // keep trying the blackhole: every other client meets it
+    ProxyUnderTest proxy{{r}, one_shard()};
+    for (int i = 0; i < 6; ++i) {
+        const auto start = Clock::now();
+        EXPECT_EQ(name_through(proxy.endpoint(), Deadline{5s}), 'l');
+        EXPECT_LT(Clock::now() - start, 400ms + 200ms); // the deadline, with slack
+    }
+    EXPECT_GE(proxy.stats().upstream_failures, 2u);
+}
+
+TEST(Routes, AllMembersDownResetsTheClientPromptlyAndSaysWhich) {
+    const ReservedPort one = reserve_refusing_port();
+    const ReservedPort two = reserve_refusing_port();
+    RouteConfig r = route("api", {member(one.endpoint), member(two.endpoint)});
+    r.pool.retries = 3;
+    ProxyUnderTest proxy{{r}, one_shard()};
+    UniqueFd client;
+    if (try_connect(proxy.endpoint(), 2000ms, client) == 0) {
+        const auto start = Clock::now();
+        const IoResult got = recv_until_eof(client.get(), Deadline{5s});
+        EXPECT_TRUE(got.ended_by_peer()) << to_string(got.status);
+        EXPECT_LT(Clock::now() - start, 1s);
+    }
+    ASSERT_TRUE(eventually([&] { return proxy.stats().closed_refused == 1; }, Deadline{5s}))
+        << proxy.stats().to_line();
+    bool logged = false;
+    for (const std::string& line : proxy.log_lines())
+        logged |= line.find("route \"api\"") != std::string::npos &&
+                  line.find(one.endpoint.to_string()) != std::string::npos &&
+                  line.find(two.endpoint.to_string()) != std::string::npos;
+    EXPECT_TRUE(logged) << "no log line names the route and both members";
+}
+
+TEST(Routes, BackupServesOnlyWhileNoPrimaryIsUp) {
+    NamedServer backup{'b'};
+    std::optional<NamedServer> primary{std::in_place, 'p'};
+    const Endpoint primary_at = primary->endpoint();
+    RouteConfig r = route("web", {member(primary_at), member(backup.endpoint(), 1, true)});
+    r.pool.retries = 1;
+    r.pool.passive.fall = 1;
+    r.pool.passive.backoff = 60s;
+    ProxyUnderTest proxy{{r}, one_shard()};
+    EXPECT_EQ(spread(proxy.endpoint(), 20).at('p'), 20);
+    primary.reset(); // its port now refuses
+    // The first client finds the primary refusing, which marks it down, and is served
+    // by the backup on its retry; later ones go to the backup at once.
+    EXPECT_EQ(spread(proxy.endpoint(), 20).at('b'), 20);
+    EXPECT_EQ(proxy.stats().upstream_failures, 1u) << proxy.stats().to_line();
+}
+
+TEST(Routes, ConnectionLimitHoldsTheNextClientUntilOneCloses) {
+    NamedServer a{'a'};
+    RouteConfig r = route("web", {member(a.endpoint())});
+    r.max_connections = 2;
+    ProxyUnderTest proxy{{r}, one_shard()};
+    UniqueFd first;
+    UniqueFd second;
+    ASSERT_EQ(name_through(proxy.endpoint(), Deadline{5s}, {}, &first), 'a');
+    ASSERT_EQ(name_through(proxy.endpoint(), Deadline{5s}, {}, &second), 'a');
+    // The third is accepted by the kernel (backlog) but not forwarded.
+    UniqueFd third = connect_to(proxy.endpoint());
+    char name = 0;
+    std::span<std::byte> out{reinterpret_cast<std::byte*>(&name), 1};
+    EXPECT_EQ(recv_all(third.get(), out, Deadline{300ms}).status, IoStatus::Timeout);
+    EXPECT_EQ(a.accepted(), 2u);
+    first.reset();
+    EXPECT_EQ(recv_all(third.get(), out, Deadline{5s}).status, IoStatus::Ok);
+    EXPECT_EQ(name, 'a');
+    EXPECT_EQ(proxy.stats().active, 2u);
+    EXPECT_EQ(proxy.stats().accept_backoffs, 0u);
+}
+
+TEST(Routes, IdleTimeoutClosesAnIdlePairWithFinButNotASlowOne) {
+    NamedServer a{'a'};
+    RouteConfig r = route("web", {member(a.endpoint())});
+    r.idle_timeout = 300ms;
+    ProxyUnderTest proxy{{r}, one_shard()};
+    UniqueFd idle;
+    UniqueFd slow;
+    ASSERT_EQ(name_through(proxy.endpoint(), Deadline{5s}, {}, &idle), 'a');
+    ASSERT_EQ(name_through(proxy.endpoint(), Deadline{5s}, {}, &slow), 'a');
+    // The slow one sends a byte every 100 ms for 1.2 s and gets each back.
+    for (int i = 0; i < 12; ++i) {
+        ASSERT_EQ(send_text(slow.get(), "x", Deadline{1s}).status, IoStatus::Ok) << i;
+        char echo = 0;
+        std::span<std::byte> out{reinterpret_cast<std::byte*>(&echo), 1};
+        ASSERT_EQ(recv_all(slow.get(), out, Deadline{1s}).status, IoStatus::Ok) << i;
+        std::this_thread::sleep_for(100ms);
+    }
+    const IoResult got = recv_until_eof(idle.get(), Deadline{2s});
+    EXPECT_EQ(got.status, IoStatus::Eof) << to_string(got.status); // FIN, not RST
+    EXPECT_EQ(proxy.stats().closed_idle_timeout, 1u) << proxy.stats().to_line();
+    EXPECT_EQ(proxy.stats().active, 1u);
+}
+
+} // namespace
+} // namespace uringfwd::test
