@@ -353,17 +353,19 @@ void HealthChecker::Loop::finish_check(Probe& p, const std::string* failure) {
     if (failure != nullptr)
         pub.failures.fetch_add(1, std::memory_order_relaxed);
 
+    // The counters first, then `up` with release: whoever reads the new state through
+    // stats() (acquire) also sees the checks that led to it.
     switch (p.rules.record(failure == nullptr)) {
     case RiseFall::Change::WentDown:
         pub.transitions.fetch_add(1, std::memory_order_relaxed);
-        pub.up.store(false, std::memory_order_relaxed);
+        pub.up.store(false, std::memory_order_release);
         owner_.log_.warn("health: route \"{}\" upstream {} is down ({} check{} failed: {})",
                          t.route, t.member, p.rules.streak(), p.rules.streak() == 1 ? "" : "s",
                          *failure);
         break;
     case RiseFall::Change::WentUp:
         pub.transitions.fetch_add(1, std::memory_order_relaxed);
-        pub.up.store(true, std::memory_order_relaxed);
+        pub.up.store(true, std::memory_order_release);
         owner_.log_.info("health: route \"{}\" upstream {} is up ({} check{} passed)", t.route,
                          t.member, p.rules.streak(), p.rules.streak() == 1 ? "" : "s");
         break;
@@ -467,7 +469,7 @@ void HealthChecker::stop() {
 HealthChecker::TargetStats HealthChecker::stats(std::size_t target) const {
     const Published& p = published_[target];
     return TargetStats{
-        .up = p.up.load(std::memory_order_relaxed),
+        .up = p.up.load(std::memory_order_acquire), // see finish_check()
         .checks = p.checks.load(std::memory_order_relaxed),
         .failures = p.failures.load(std::memory_order_relaxed),
         .transitions = p.transitions.load(std::memory_order_relaxed),

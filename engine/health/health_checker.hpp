@@ -81,7 +81,8 @@ public:
         uint64_t failures;    // failed checks
         uint64_t transitions; // up -> down and down -> up
     };
-    // Readable from any thread; the fields are read one by one, not as a snapshot.
+    // Readable from any thread. The fields are read one by one, not as a snapshot, but
+    // the counts include at least the checks that led to `up`.
     TargetStats stats(std::size_t target) const;
     std::size_t size() const { return targets_.size(); }
 

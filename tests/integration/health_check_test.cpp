@@ -88,6 +88,14 @@ public:
             n += line.find(needle) != std::string::npos ? 1 : 0;
         return n;
     }
+    // The checker publishes a state change a moment before it logs it: a test that saw
+    // the change waits (bounded) for the line, then counts.
+    std::size_t count_after_wait(std::string_view needle) const {
+        Deadline deadline(2s);
+        while (count(needle) == 0 && !deadline.expired())
+            std::this_thread::sleep_for(1ms);
+        return count(needle);
+    }
     std::string dump() const {
         std::string out;
         for (const std::string& line : lines())
@@ -208,7 +216,8 @@ TEST(HealthCheck, RefusedConnectsTakeATargetDownAndListeningAgainBringsItBack) {
     // kFall failures in a row take (kFall - 1) intervals from there.
     EXPECT_GE(ms_between(closed, down), ((kFall - 1) * kInterval - kEarly).count());
     // Down exactly at the kFall-th failure in a row, said once.
-    EXPECT_EQ(log.count(transition_line(endpoint, "down (3 checks failed: connection refused)")),
+    EXPECT_EQ(log.count_after_wait(
+                  transition_line(endpoint, "down (3 checks failed: connection refused)")),
               1u)
         << log.dump();
 
@@ -218,7 +227,8 @@ TEST(HealthCheck, RefusedConnectsTakeATargetDownAndListeningAgainBringsItBack) {
     const auto up = Clock::now();
     EXPECT_EQ(checker.stats(0).transitions, 2u);
     EXPECT_GE(ms_between(relistened, up), ((kRise - 1) * kInterval - kEarly).count());
-    EXPECT_EQ(log.count(transition_line(endpoint, "up (2 checks passed)")), 1u) << log.dump();
+    EXPECT_EQ(log.count_after_wait(transition_line(endpoint, "up (2 checks passed)")), 1u)
+        << log.dump();
 
     checker.stop();
     EXPECT_EQ(log.lines().size(), 2u) << log.dump(); // one line per transition, no more
@@ -238,7 +248,7 @@ TEST(HealthCheck, ReplyStartingWithExpectPasses) {
     ASSERT_TRUE(wait_until([&] { return checker.up(0); }, Deadline(5s)));
     EXPECT_EQ(checker.stats(0).failures, 0u);
     EXPECT_EQ(checker.stats(0).transitions, 1u);
-    EXPECT_EQ(log.count(transition_line(server.endpoint(), "up (2 checks passed)")), 1u)
+    EXPECT_EQ(log.count_after_wait(transition_line(server.endpoint(), "up (2 checks passed)")), 1u)
         << log.dump();
 }
 
@@ -253,8 +263,8 @@ TEST(HealthCheck, ReplyNotStartingWithExpectFails) {
 
     ASSERT_TRUE(wait_until([&] { return !checker.up(0); }, Deadline(5s)));
     EXPECT_GE(checker.stats(0).failures, 2u);
-    EXPECT_EQ(log.count(transition_line(server.endpoint(),
-                                        "down (2 checks failed: unexpected reply \"-ERR")),
+    EXPECT_EQ(log.count_after_wait(transition_line(
+                  server.endpoint(), "down (2 checks failed: unexpected reply \"-ERR")),
               1u)
         << log.dump();
 }
@@ -278,8 +288,8 @@ TEST(HealthCheck, MissingReplyFailsByTimeout) {
     EXPECT_LT(ms_between(started, failed), (kTimeout + kSlack).count());
     EXPECT_FALSE(checker.up(0));
     EXPECT_EQ(server.accepted(), 1u);
-    EXPECT_EQ(log.count(transition_line(server.endpoint(),
-                                        "down (1 check failed: timed out waiting for the reply")),
+    EXPECT_EQ(log.count_after_wait(transition_line(
+                  server.endpoint(), "down (1 check failed: timed out waiting for the reply")),
               1u)
         << log.dump();
 }
@@ -301,9 +311,10 @@ TEST(HealthCheck, BlackholedMemberFailsByTimeout) {
     EXPECT_GE(ms_between(started, failed), kTimeout.count());
     EXPECT_LT(ms_between(started, failed), (kTimeout + kSlack).count());
     EXPECT_FALSE(checker.up(0));
-    EXPECT_EQ(log.count(transition_line(hole.listener.endpoint(),
-                                        "down (1 check failed: timed out connecting (200 ms))")),
-              1u)
+    EXPECT_EQ(
+        log.count_after_wait(transition_line(
+            hole.listener.endpoint(), "down (1 check failed: timed out connecting (200 ms))")),
+        1u)
         << log.dump();
 }
 
@@ -324,7 +335,8 @@ TEST(HealthCheck, UnixSocketMember) {
 
     listener = Listener{}; // closes and removes the socket file
     ASSERT_TRUE(wait_until([&] { return !checker.up(0); }, Deadline(5s)));
-    EXPECT_EQ(log.count(transition_line(endpoint, "down (2 checks failed: ")), 1u) << log.dump();
+    EXPECT_EQ(log.count_after_wait(transition_line(endpoint, "down (2 checks failed: ")), 1u)
+        << log.dump();
 }
 
 // Each target has its own state; disabled ones are never connected to and keep the
