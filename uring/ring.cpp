@@ -196,10 +196,19 @@ void Ring::recv_provided(int fd, uint16_t group, uint64_t user_data) {
     io_uring_sqe_set_data64(sqe, user_data);
 }
 
-void Ring::send(int fd, const void* data, std::size_t len, int msg_flags, uint64_t user_data) {
+void Ring::send(int fd, const void* data, std::size_t len, int msg_flags, uint64_t user_data,
+                Link link) {
     io_uring_sqe* sqe = next_sqe();
     io_uring_prep_send(sqe, fd, data, len, msg_flags);
     io_uring_sqe_set_data64(sqe, user_data);
+    apply_link(sqe, link);
+}
+
+void Ring::recv(int fd, void* buf, std::size_t len, int msg_flags, uint64_t user_data, Link link) {
+    io_uring_sqe* sqe = next_sqe();
+    io_uring_prep_recv(sqe, fd, buf, len, msg_flags);
+    io_uring_sqe_set_data64(sqe, user_data);
+    apply_link(sqe, link);
 }
 
 void Ring::accept_multishot(int listen_fd, uint64_t user_data) {

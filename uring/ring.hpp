@@ -97,8 +97,19 @@ public:
     void recv_provided(int fd, uint16_t group, uint64_t user_data);
 
     // send(2) of data[0, len), which must stay valid until the completion. Inline like
-    // recv_provided; may complete short.
-    void send(int fd, const void* data, std::size_t len, int msg_flags, uint64_t user_data);
+    // recv_provided; may complete short. With a link other than None (e.g. followed by
+    // link_timeout()) this is the first entry of a chain: reserve() the whole chain first.
+    void send(int fd, const void* data, std::size_t len, int msg_flags, uint64_t user_data,
+              Link link = Link::None);
+
+    // recv(2) into buf[0, len), which must stay valid until the completion. Completes
+    // with the bytes received (possibly fewer than len), 0 at end of stream, or a
+    // negated errno. Inline like recv_provided: with nothing queued io_uring arms its
+    // internal poll, not an io-wq worker (docs/kernel.md §8). With a link other than
+    // None (e.g. followed by link_timeout()) this is the first entry of a chain:
+    // reserve() the whole chain first.
+    void recv(int fd, void* buf, std::size_t len, int msg_flags, uint64_t user_data,
+              Link link = Link::None);
 
     // Multishot accept; new sockets come back non-blocking and close-on-exec.
     void accept_multishot(int listen_fd, uint64_t user_data);
