@@ -33,7 +33,9 @@ void Engine::Impl::launch() {
     check_copy_buffers();
     std::vector<int> cpus;
     try {
-        routes_ = engine::build_route_table(config_);
+        auto table = engine::build_route_table(config_);
+        engine::start_health_checks(*table, log_);
+        routes_ = table;
         cpus = engine::choose_shard_cpus(engine::allowed_cpus(), config_.cpus, config_.shards);
     } catch (const std::exception& e) {
         throw StartError(e.what());
@@ -166,6 +168,9 @@ void Engine::Impl::wait() {
     for (std::thread& t : threads_)
         if (t.joinable())
             t.join();
+    std::lock_guard lock(plan_mu_);
+    if (routes_ && routes_->health)
+        routes_->health->stop();
     remove_unix_socket_file();
 }
 

@@ -45,7 +45,7 @@ std::vector<std::string> Engine::Impl::needs_restart(const EngineConfig& next) c
 ReloadResult Engine::Impl::reconfigure(EngineConfig next) {
     std::lock_guard lock(plan_mu_);
     ReloadResult result;
-    std::shared_ptr<const engine::RouteTable> table;
+    std::shared_ptr<engine::RouteTable> table;
     try {
         table = engine::build_route_table(next);
     } catch (const std::exception& e) {
@@ -58,10 +58,20 @@ ReloadResult Engine::Impl::reconfigure(EngineConfig next) {
             result.errors.push_back(fmt::format("route \"{}\" is defined twice", route.name));
     if (!result.errors.empty())
         return result;
-    if (std::string error = apply_to_shards(*table, table); !error.empty()) {
-        result.errors.push_back(error);
+    try {
+        engine::start_health_checks(*table, log_);
+    } catch (const std::exception& e) {
+        result.errors.push_back(fmt::format("health checks: {}", e.what()));
         return result;
     }
+    if (std::string error = apply_to_shards(*table, table); !error.empty()) {
+        result.errors.push_back(error);
+        return result; // the new checker stops with the table
+    }
+    // The old checker's verdicts stay readable for connections of the old routes,
+    // but it checks no more.
+    if (routes_->health)
+        routes_->health->stop();
     routes_ = table;
     result.applied = true;
     result.needs_restart = needs_restart(next);

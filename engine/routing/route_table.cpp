@@ -17,7 +17,7 @@ std::vector<RouteConfig> effective_routes(const EngineConfig& config) {
     return {route};
 }
 
-std::shared_ptr<const RouteTable> build_route_table(const EngineConfig& config) {
+std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config) {
     auto table = std::make_shared<RouteTable>();
     for (const RouteConfig& rc : effective_routes(config)) {
         if (rc.listen.empty())
@@ -41,6 +41,22 @@ std::shared_ptr<const RouteTable> build_route_table(const EngineConfig& config) 
         table->routes.push_back(std::move(route));
     }
     return table;
+}
+
+void start_health_checks(RouteTable& table, const Logger& log) {
+    std::vector<HealthTarget> targets;
+    for (Route& route : table.routes) {
+        if (!route.pool.health_check.enabled)
+            continue;
+        for (MemberRoute& member : route.members) {
+            member.health_target = static_cast<int>(targets.size());
+            targets.push_back({route.name, member.name, member.address, route.pool.health_check});
+        }
+    }
+    if (targets.empty())
+        return;
+    table.health = std::make_shared<HealthChecker>(std::move(targets), log.with_prefix("health"));
+    table.health->start();
 }
 
 } // namespace uringfwd::engine

@@ -3,7 +3,9 @@
 // keeps its own per-route state (counts, balancing, health) beside it.
 #pragma once
 
+#include "health/health_checker.hpp"
 #include "net/socket_address.hpp"
+#include "support/logger.hpp"
 #include "uringfwd/config.hpp"
 
 #include <memory>
@@ -13,8 +15,9 @@
 namespace uringfwd::engine {
 
 struct MemberRoute {
-    SocketAddress address; // resolved
-    std::string name;      // as configured ("host:port"): logs, stats, the Maglev key
+    SocketAddress address;  // resolved
+    std::string name;       // as configured ("host:port"): logs, stats, the Maglev key
+    int health_target = -1; // its HealthChecker target, -1 when its pool has no check
 };
 
 struct Route {
@@ -28,13 +31,20 @@ struct Route {
 
 struct RouteTable {
     std::vector<Route> routes;
+    // Checks the members of pools with a health_check (null when none has one); lives
+    // as long as the table, so a connection of a replaced route still reads it.
+    std::shared_ptr<HealthChecker> health;
 };
 
 // The routes of `config`: its `routes`, or one route "default" built from its listen,
 // upstream and connect_timeout fields when `routes` is empty. Resolves every address
 // (getaddrinfo: may block, so never on a shard). Throws std::runtime_error with a
 // one-line message naming the route and address that failed.
-std::shared_ptr<const RouteTable> build_route_table(const EngineConfig& config);
+std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config);
+
+// Creates and starts the table's health checker when a pool asks for checks.
+// Throws std::runtime_error when its ring cannot be set up.
+void start_health_checks(RouteTable& table, const Logger& log);
 
 // The routes `config` describes, with the single-route shorthand expanded.
 std::vector<RouteConfig> effective_routes(const EngineConfig& config);

@@ -47,6 +47,7 @@ int Connections::open(int client_fd, bool client_is_tcp, ShardRoute& r) {
 
 int Connections::connect_next(Connection& conn) {
     ShardRoute& r = *conn.route;
+    r.refresh_health();
     std::optional<std::size_t> member = r.pool.choose(conn.client_hash, conn.tried, shard_.now);
     if (!member) {
         if (conn.tried.empty()) {

@@ -27,6 +27,14 @@ ShardRoute::ShardRoute(const Route& r, std::shared_ptr<const RouteTable> t, std:
       pool(with_passive_health_where_useful(r.pool), member_keys(r), shards),
       limit(per_shard_limit(r.max_connections, shards)) {}
 
+void ShardRoute::refresh_health() {
+    if (!table->health)
+        return;
+    for (std::size_t m = 0; m < route.members.size(); ++m)
+        if (int target = route.members[m].health_target; target >= 0)
+            pool.set_checked_up(m, table->health->up(static_cast<std::size_t>(target)));
+}
+
 std::chrono::milliseconds ShardRoute::connect_deadline() const {
     if (route.pool.connect_deadline.count() > 0)
         return route.pool.connect_deadline;

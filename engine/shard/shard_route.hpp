@@ -33,6 +33,8 @@ struct ShardRoute {
     bool held = false;                 // its listeners hold off accepting
 
     bool full() const { return limit != 0 && active >= limit; }
+    // Takes the health checker's latest verdicts into the pool (when it has checks).
+    void refresh_health();
     // All connect attempts of one client together end by then.
     std::chrono::milliseconds connect_deadline() const;
     bool hashes_client() const { return route.pool.balance == BalancePolicy::Maglev; }

@@ -236,6 +236,31 @@ TEST(Routes, BackupServesOnlyWhileNoPrimaryIsUp) {
     EXPECT_EQ(proxy.stats().upstream_failures, 1u) << proxy.stats().to_line();
 }
 
+TEST(Routes, HealthCheckKeepsClientsAwayFromADownMember) {
+    NamedServer live{'l'};
+    const ReservedPort refusing = reserve_refusing_port();
+    RouteConfig r = route("web", {member(live.endpoint()), member(refusing.endpoint)});
+    r.pool.retries = 0;
+    r.pool.passive.fall = 0; // only the active check may mark it down
+    r.pool.health_check.enabled = true;
+    r.pool.health_check.interval = 50ms;
+    r.pool.health_check.timeout = 200ms;
+    r.pool.health_check.fall = 1;
+    ProxyUnderTest proxy{{r}, one_shard()};
+    // Once the check has run, round-robin has only the live member left: no client
+    // meets the refusing one (with no retries, one that did would be reset).
+    ASSERT_TRUE(eventually(
+        [&] {
+            for (const std::string& line : proxy.log_lines())
+                if (line.find("is down") != std::string::npos)
+                    return true;
+            return false;
+        },
+        Deadline{5s}));
+    EXPECT_EQ(spread(proxy.endpoint(), 20).at('l'), 20);
+    EXPECT_EQ(proxy.stats().upstream_failures, 0u) << proxy.stats().to_line();
+}
+
 TEST(Routes, ConnectionLimitHoldsTheNextClientUntilOneCloses) {
     NamedServer a{'a'};
     RouteConfig r = route("web", {member(a.endpoint())});

@@ -46,6 +46,7 @@ void ProxyUnderTest::start(EngineConfig config, const ProxyOptions& options) {
         std::lock_guard lock(logs->mu);
         logs->lines.push_back(fmt::format("[{}] {}", to_string(level), line));
     };
+    config_ = config;
     engine_ = Engine::start(std::move(config));
 }
 

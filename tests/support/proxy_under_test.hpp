@@ -44,6 +44,8 @@ public:
         return engine_->listen_endpoints(route).at(0);
     }
     Engine& engine() { return *engine_; }
+    // The configuration it started with, for reconfigure() tests to vary.
+    const EngineConfig& config() const { return config_; }
     EngineStats stats() const { return engine_->stats(); }
 
     // Log lines the engine produced so far.
@@ -57,6 +59,7 @@ private:
     };
     // Shared with the sink, which shard threads may call until the engine is joined.
     std::shared_ptr<LogBuffer> logs_ = std::make_shared<LogBuffer>();
+    EngineConfig config_;
     std::unique_ptr<Engine> engine_;
 };
 
