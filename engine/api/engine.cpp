@@ -159,6 +159,20 @@ std::string Engine::Impl::describe_routes() const {
     return out;
 }
 
+std::vector<MemberHealth> Engine::Impl::member_health() const {
+    std::lock_guard lock(plan_mu_);
+    std::vector<MemberHealth> out;
+    for (const engine::Route& route : routes_->routes) {
+        for (const engine::MemberRoute& member : route.members) {
+            if (member.health_target < 0)
+                continue;
+            auto s = routes_->health->stats(static_cast<std::size_t>(member.health_target));
+            out.push_back({route.name, member.name, s.up, s.checks, s.failures, s.transitions});
+        }
+    }
+    return out;
+}
+
 void Engine::Impl::stop(std::optional<std::chrono::milliseconds> drain) {
     for (auto& shard : shards_)
         shard->request_stop(drain.value_or(config_.drain_timeout));
@@ -297,6 +311,9 @@ EngineStats Engine::stats() const {
 }
 std::vector<ShardStats> Engine::shard_stats() const {
     return impl_->shard_stats();
+}
+std::vector<MemberHealth> Engine::member_health() const {
+    return impl_->member_health();
 }
 ReloadResult Engine::reconfigure(EngineConfig config) {
     return impl_->reconfigure(std::move(config));

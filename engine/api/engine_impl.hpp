@@ -53,6 +53,7 @@ public:
     void wait();
 
     std::vector<ShardStats> shard_stats() const;
+    std::vector<MemberHealth> member_health() const;
 
     bool stopped() const;
 

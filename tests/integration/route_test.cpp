@@ -259,6 +259,15 @@ TEST(Routes, HealthCheckKeepsClientsAwayFromADownMember) {
         Deadline{5s}));
     EXPECT_EQ(spread(proxy.endpoint(), 20).at('l'), 20);
     EXPECT_EQ(proxy.stats().upstream_failures, 0u) << proxy.stats().to_line();
+    const std::vector<MemberHealth> health = proxy.engine().member_health();
+    ASSERT_EQ(health.size(), 2u);
+    EXPECT_EQ(health[0].route, "web");
+    EXPECT_TRUE(health[0].up);
+    EXPECT_EQ(health[0].failures, 0u);
+    EXPECT_EQ(health[1].member, refusing.endpoint.to_string());
+    EXPECT_FALSE(health[1].up);
+    EXPECT_GE(health[1].failures, 1u);
+    EXPECT_EQ(health[1].transitions, 1u);
 }
 
 TEST(Routes, ConnectionLimitHoldsTheNextClientUntilOneCloses) {

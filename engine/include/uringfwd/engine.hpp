@@ -32,6 +32,16 @@ struct ReloadResult {
     std::vector<std::string> needs_restart;
 };
 
+// The active health check's view of one pool member (pools with a health_check).
+struct MemberHealth {
+    std::string route;
+    std::string member; // its address as configured
+    bool up = true;
+    uint64_t checks = 0;      // checks run
+    uint64_t failures = 0;    // checks failed
+    uint64_t transitions = 0; // times it went down or came back up
+};
+
 class Engine {
 public:
     // Starts the shard threads, binds listeners and returns once they accept
@@ -73,6 +83,8 @@ public:
     // Counters summed over shards, and per shard. Cheap enough to poll every second.
     EngineStats stats() const;
     std::vector<ShardStats> shard_stats() const;
+    // One entry per member of every pool that has a health_check, in route order.
+    std::vector<MemberHealth> member_health() const;
 
     class Impl;
 
