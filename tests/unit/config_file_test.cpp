@@ -207,6 +207,14 @@ TEST(ConfigFile, ExpectWithoutSendIsFine) {
     EXPECT_EQ(result.config->routes[0].pool.health_check.expect, "SSH-");
 }
 
+TEST(ConfigFile, NonAsciiInCommentsAndStrings) {
+    const ConfigFileResult result =
+        parse("# caf\u00e9 \u2615\n" +
+              web("", "", "  [route.health_check] # \u00e9\n  expect = \"\u00e9\"\n"));
+    ASSERT_THAT(result.errors, IsEmpty());
+    EXPECT_EQ(result.config->routes[0].pool.health_check.expect, "\u00e9");
+}
+
 TEST(ConfigFile, ListenPortZeroMayRepeat) {
     const std::string two = "[[route]]\nname = \"a\"\nlisten = \"127.0.0.1:0\"\n"
                             "[[route.upstream]]\naddress = \"127.0.0.1:1\"\n"
@@ -254,6 +262,17 @@ const ErrorCase kErrorCases[] = {
     {"DuplicateKeyIsASyntaxError", web("retries = 1\nretries = 2\n"),
      {"t.toml:5: TOML syntax error: Error while parsing key-value pair: cannot redefine existing "
       "integer 'retries'"}},
+    // toml++ 3.3 asserts on these two in a debug build (tests/fuzz/toml_assert.hpp); the
+    // library the binary links reports them.
+    {"BadCharacterInTableHeader", "[[`route]]\n",
+     {"t.toml:1: TOML syntax error: Error while parsing key: expected bare key starting "
+      "character or string delimiter, saw '`'"}},
+    {"ArrayClosedByABrace", "route = [}\n",
+     {"t.toml:1: TOML syntax error: Error while parsing value: could not determine value type"}},
+    // A code point toml++ 3.3's whitespace table has no case for (config_fuzz.cpp).
+    {"NonAsciiAfterAValue", "a = 1\u00e9\n",
+     {"t.toml:1: TOML syntax error: Error while parsing decimal integer: expected digit, "
+      "saw '\u00e9'"}},
     {"EmptyFile", "", {"t.toml:1: no routes: the file needs at least one [[route]]"}},
     {"EngineOnly", "[engine]\nshards = 1\n",
      {"t.toml:1: no routes: the file needs at least one [[route]]"}},
