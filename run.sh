@@ -2,6 +2,7 @@
 # Sets up and runs uring-fwd.
 #   ./run.sh                      demo: 127.0.0.1:9000 -> a local echo server on 127.0.0.1:9001
 #   ./run.sh --listen A --upstream B [flags]   your own forwarding (see --help)
+#   ./run.sh --config FILE [--check]           routes from a file (examples/uring-fwd.toml)
 set -euo pipefail
 cd "$(dirname "$0")"
 scripts/install-deps.sh --run

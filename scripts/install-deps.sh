@@ -9,6 +9,7 @@ set -euo pipefail
 packages=(
   build-essential pkg-config meson ninja-build
   liburing-dev libfmt-dev libcli11-dev        # the engine
+  libtomlplusplus-dev                         # the engine: its configuration file
   socat                                       # the demo's echo server, some tests
 )
 if [[ "${1:-}" != "--run" ]]; then

@@ -34,18 +34,31 @@ read -r -a fmt_flags <<<"$(pkg-config --cflags --libs fmt)"
 declare -A sources=(
     [endpoint]="engine/net/endpoint.cpp engine/support/quote_input.cpp"
     [cpu_list]="engine/platform/cpu_list.cpp engine/support/quote_input.cpp"
+    # toml++ is compiled in (its headers hold the implementation; without
+    # TOML_HEADER_ONLY=0 they are used header-only), so the fuzzer instruments the TOML
+    # parser as well as ours.
+    [config]="$(echo engine/config/*.cpp) engine/net/endpoint.cpp engine/support/quote_input.cpp
+              engine/platform/cpu_list.cpp engine/platform/numa_topology.cpp
+              engine/api/data_path.cpp engine/api/route.cpp engine/support/log_level.cpp"
+)
+
+# target name -> extra compiler flags.
+declare -A target_flags=(
+    [config]="-include tests/fuzz/toml_assert.hpp"
 )
 
 status=0
-for target in endpoint cpu_list; do
+for target in endpoint cpu_list config; do
     bin="$work/${target}_fuzz"
     corpus="$work/corpus/$target"
     artifacts="$work/artifacts/$target/"
     mkdir -p "$corpus" "$artifacts"
     cp tests/fuzz/corpus/"$target"/* "$corpus"/
 
-    read -r -a target_sources <<<"${sources[$target]}"
-    if ! clang++ "${cxxflags[@]}" "tests/fuzz/${target}_fuzz.cpp" "${target_sources[@]}" \
+    read -r -d '' -a target_sources <<<"${sources[$target]}" || true
+    read -r -a extra_flags <<<"${target_flags[$target]:-}"
+    if ! clang++ "${cxxflags[@]}" "${extra_flags[@]}" "tests/fuzz/${target}_fuzz.cpp" \
+        "${target_sources[@]}" \
         "${fmt_flags[@]}" -o "$bin" 2>"$work/$target.build.log"; then
         echo "$target: BUILD FAILED (see below)"
         cat "$work/$target.build.log" >&2
@@ -53,8 +66,13 @@ for target in endpoint cpu_list; do
         continue
     fi
 
+    # A dictionary of the format's words, where a target has one (tests/fuzz/NAME.dict).
+    dict=()
+    if [ -f "tests/fuzz/$target.dict" ]; then dict=(-dict="tests/fuzz/$target.dict"); fi
+
     log="$work/$target.log"
-    if "$bin" -max_total_time="$seconds" -artifact_prefix="$artifacts" "$corpus" >"$log" 2>&1; then
+    if "$bin" -max_total_time="$seconds" -artifact_prefix="$artifacts" "${dict[@]}" "$corpus" \
+        >"$log" 2>&1; then
         runs="$(grep -o 'Done [0-9]* runs' "$log" | grep -o '[0-9]*' || echo '?')"
         echo "$target: ok, $runs runs in ${seconds}s, corpus $(find "$corpus" -type f | wc -l) inputs"
     else

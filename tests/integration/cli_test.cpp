@@ -12,11 +12,18 @@
 
 #include <signal.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
+
+#ifndef URING_FWD_EXAMPLE_CONFIG
+#error "URING_FWD_EXAMPLE_CONFIG must name examples/uring-fwd.toml (set by tests/meson.build)"
+#endif
 
 namespace uringfwd::test {
 namespace {
@@ -132,6 +139,97 @@ TEST(Cli, StartupLineNamesTheDataPath) {
                   std::string::npos)
             << fwd.process->stderr_text();
     }
+}
+
+// A configuration file written for one test and removed after it.
+class ConfigFile {
+public:
+    explicit ConfigFile(const std::string& text)
+        : path_(::testing::TempDir() + "uring-fwd-cli-" + std::to_string(::getpid()) + "-" +
+                ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".toml") {
+        std::ofstream(path_) << text;
+    }
+    ~ConfigFile() { ::unlink(path_.c_str()); }
+    ConfigFile(const ConfigFile&) = delete;
+    ConfigFile& operator=(const ConfigFile&) = delete;
+    const std::string& path() const { return path_; }
+
+private:
+    std::string path_;
+};
+
+TEST(Cli, ConfigCheckAcceptsTheExample) {
+    BinaryProcess proc{uring_fwd_binary(), {"--config", URING_FWD_EXAMPLE_CONFIG, "--check"}};
+    const auto status = proc.wait_exit(Deadline{5s});
+    ASSERT_TRUE(status.has_value());
+    std::this_thread::sleep_for(50ms);
+    EXPECT_TRUE(status->exited && status->code == 0) << status->describe() << "; stderr:\n"
+                                                     << proc.stderr_text();
+    const auto lines = non_empty_lines(proc.stdout_text());
+    ASSERT_EQ(lines.size(), 2u) << proc.stdout_text();
+    EXPECT_EQ(lines[0], std::string(URING_FWD_EXAMPLE_CONFIG) + ": ok");
+    EXPECT_EQ(lines[1].rfind("2 routes: web on 127.0.0.1:8080, [::1]:8080 -> 3 upstreams", 0), 0u)
+        << lines[1];
+}
+
+// Engine flags beside --config are fine (they override its [engine] values).
+TEST(Cli, ConfigCheckTakesEngineFlags) {
+    const Outcome out = run_to_exit(
+        {"--config", URING_FWD_EXAMPLE_CONFIG, "--check", "--shards", "1", "--data-path", "copy"});
+    EXPECT_TRUE(out.status.exited && out.status.code == 0) << out.status.describe() << "; stderr:\n"
+                                                           << out.err;
+}
+
+// Every error of the file, one FILE:LINE: line each, and status 1.
+TEST(Cli, ConfigCheckReportsEveryError) {
+    const ConfigFile file{"[engine]\n"
+                          "shards = -1\n"
+                          "[[route]]\n"
+                          "name = \"web\"\n"
+                          "listen = \"127.0.0.1:8080\"\n"
+                          "balanse = \"maglev\"\n"
+                          "  [[route.upstream]]\n"
+                          "  address = \"127.0.0.1:9001\"\n"
+                          "  weight = 0\n"};
+    const Outcome out = run_to_exit({"--config", file.path(), "--check"});
+    EXPECT_TRUE(out.status.exited && out.status.code == 1) << out.status.describe();
+    const std::string& f = file.path();
+    EXPECT_EQ(non_empty_lines(out.err),
+              (std::vector<std::string>{
+                  f + ":2: [engine] shards must be 0..4096, not -1",
+                  f + ":6: route \"web\": unknown key 'balanse' in [[route]] (did you mean "
+                      "'balance'?)",
+                  f + ":9: route \"web\": upstream weight must be 1..1000, not 0"}));
+}
+
+// Without --check a broken file stops the binary the same way, before it starts.
+TEST(Cli, ConfigWithErrorsDoesNotStart) {
+    const ConfigFile file{"[[route]]\nname = \"web\"\n"};
+    const Outcome out = run_to_exit({"--config", file.path()});
+    EXPECT_TRUE(out.status.exited && out.status.code == 1) << out.status.describe();
+    EXPECT_EQ(non_empty_lines(out.err),
+              (std::vector<std::string>{
+                  file.path() + ":1: route \"web\": listen is required: an address, or an "
+                                "array of them",
+                  file.path() + ":1: route \"web\": needs at least one upstream "
+                                "([[route.upstream]] with an address)"}));
+}
+
+TEST(Cli, ConfigFileMissingFails) {
+    expect_one_line_error(run_to_exit({"--config", "/nonexistent/uring-fwd.toml", "--check"}),
+                          "cannot read");
+}
+
+TEST(Cli, ConfigWithListenFails) {
+    expect_one_line_error(
+        run_to_exit({"--config", URING_FWD_EXAMPLE_CONFIG, "--listen", "127.0.0.1:0"}),
+        "cannot be used with --config");
+}
+
+TEST(Cli, CheckWithoutConfigFails) {
+    expect_one_line_error(
+        run_to_exit({"--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1", "--check"}),
+        "--check needs --config");
 }
 
 TEST(Cli, VersionPrintsAndExitsZero) {

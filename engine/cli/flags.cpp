@@ -1,0 +1,200 @@
+#include "cli/flags.hpp"
+
+#include "uringfwd/cpu_list.hpp"
+#include "uringfwd/numa_topology.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <stdexcept>
+
+namespace uringfwd::cli {
+namespace {
+
+// The flags that say what to serve; a configuration file's routes replace them.
+constexpr const char* kRouteFlags[] = {"--listen", "--upstream", "--connect-timeout"};
+
+std::vector<int> parse_cpus(const std::string& flag, const std::string& text) {
+    try {
+        return parse_cpu_list(text);
+    } catch (const std::invalid_argument& e) {
+        fail(fmt::format("{}: {}", flag, e.what()));
+    }
+}
+
+// --numa-node: the CPUs of those nodes, further limited by --cpus when both are given.
+std::vector<int> cpus_of_nodes(const std::string& nodes_text, const std::vector<int>& cpus) {
+    std::vector<int> nodes = parse_cpus("--numa-node", nodes_text);
+    std::vector<int> from_nodes;
+    try {
+        from_nodes = read_numa_topology().cpus_of_nodes(nodes);
+    } catch (const std::exception& e) {
+        fail(fmt::format("--numa-node: {}", e.what()));
+    }
+    if (cpus.empty())
+        return from_nodes;
+    std::vector<int> both;
+    for (int cpu : cpus)
+        if (std::find(from_nodes.begin(), from_nodes.end(), cpu) != from_nodes.end())
+            both.push_back(cpu);
+    if (both.empty())
+        fail("--cpus and --numa-node have no CPU in common");
+    return both;
+}
+
+Endpoint parse_endpoint(const std::string& flag, const std::string& text) {
+    try {
+        return Endpoint::parse(text);
+    } catch (const std::invalid_argument& e) {
+        fail(fmt::format("{}: {}", flag, e.what()));
+    }
+}
+
+// Each engine-wide flag that was given, over `config`. Without --config every default
+// equals EngineConfig's, so writing only the given ones is the same as writing all.
+void apply_engine_flags(const CLI::App& app, const Flags& flags, EngineConfig& config) {
+    const auto given = [&](const char* name) { return app.count(name) > 0; };
+    if (given("--max-pipes"))
+        config.max_pipes = flags.max_pipes;
+    if (given("--pipe-size"))
+        config.pipe_size = flags.pipe_size;
+    if (given("--shards"))
+        config.shards = flags.shards;
+    // Together they name the CPUs; either replaces the file's cpus and numa_nodes.
+    if (given("--cpus") || given("--numa-node")) {
+        config.cpus = flags.cpus.empty() ? std::vector<int>{} : parse_cpus("--cpus", flags.cpus);
+        if (!flags.numa_nodes.empty())
+            config.cpus = cpus_of_nodes(flags.numa_nodes, config.cpus);
+    }
+    if (given("--no-steering"))
+        config.steer_by_cpu = !flags.no_steering;
+    if (given("--iowq-cpus"))
+        config.worker_placement = flags.iowq_cpus == "node"
+                                      ? EngineConfig::WorkerPlacement::ShardNode
+                                      : EngineConfig::WorkerPlacement::ShardCpu;
+    if (given("--iowq-max-workers"))
+        config.iowq_max_workers = flags.iowq_max_workers;
+    if (given("--data-path"))
+        config.data_path = *parse_data_path(flags.data_path); // checked by IsMember
+    if (given("--copy-buffers"))
+        config.copy_buffers = flags.copy_buffers;
+    if (given("--busy-poll"))
+        config.busy_poll = std::chrono::microseconds(flags.busy_poll_us);
+    if (given("--drain-timeout"))
+        config.drain_timeout = std::chrono::milliseconds(flags.drain_timeout_ms);
+    if (given("--log-level")) {
+        const auto level = parse_log_level(flags.log_level);
+        if (!level)
+            fail(fmt::format("--log-level: \"{}\" is not one of error, warn, info, debug",
+                             flags.log_level));
+        config.log_level = *level;
+    }
+}
+
+} // namespace
+
+void fail(const std::string& message) {
+    std::fprintf(stderr, "uring-fwd: error: %s\n", message.c_str());
+    std::exit(1);
+}
+
+void add_flags(CLI::App& app, Flags& flags) {
+    app.add_option("-c,--config", flags.config_path,
+                   "routes, pools and engine settings from a TOML file (see "
+                   "examples/uring-fwd.toml); replaces --listen, --upstream and "
+                   "--connect-timeout, and engine flags given as well override its [engine] "
+                   "values");
+    app.add_flag("--check", flags.check,
+                 "with --config: check the file and exit, printing \"FILE: ok\" and its routes "
+                 "(status 0) or every error as FILE:LINE: message (status 1)");
+    app.add_option("-l,--listen", flags.listen,
+                   "address to accept clients on: 127.0.0.1:9000, [::1]:9000, unix:/path");
+    app.add_option("-u,--upstream", flags.upstream, "address to forward to (same forms)");
+    app.add_option("--connect-timeout", flags.connect_timeout_ms,
+                   "give up on an upstream connect after this long (ms, or with a unit: 5s)")
+        ->transform(CLI::AsNumberWithUnit(std::map<std::string, long>{{"ms", 1}, {"s", 1000}},
+                                          CLI::AsNumberWithUnit::CASE_SENSITIVE))
+        ->check(CLI::Range(1L, 3600L * 1000))
+        ->default_str("5s");
+    app.add_option("--max-pipes", flags.max_pipes,
+                   "pipes per shard at most; a direction that finds none waits for one")
+        ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20))
+        ->capture_default_str();
+    app.add_option("--pipe-size", flags.pipe_size,
+                   "pipe capacity to ask for in bytes (default: /proc/sys/fs/pipe-max-size)")
+        ->check(CLI::Range(std::size_t{4096}, std::size_t{1} << 30));
+    app.add_option("--log-level", flags.log_level, "error, warn, info or debug")
+        ->capture_default_str();
+    app.add_option("--shards", flags.shards,
+                   "number of shards, one thread pinned per CPU (default: one per CPU allowed)");
+    app.add_option("--cpus", flags.cpus, "CPUs to run shards on, e.g. 0-7,16-23");
+    app.add_option("--numa-node", flags.numa_nodes,
+                   "run shards only on these NUMA nodes' CPUs, e.g. 0");
+    app.add_flag("--no-steering", flags.no_steering,
+                 "spread connections by the kernel's hash, not by the CPU that received them");
+    app.add_option("--iowq-cpus", flags.iowq_cpus,
+                   "where a shard's io-wq workers run: cpu (its own) or node (its NUMA node)")
+        ->check(CLI::IsMember({"cpu", "node"}))
+        ->capture_default_str();
+    app.add_option("--iowq-max-workers", flags.iowq_max_workers,
+                   "most io-wq kernel threads per shard (default: max-pipes + 4)")
+        ->check(CLI::Range(1u, 1u << 16));
+    app.add_option("--data-path", flags.data_path,
+                   "how bytes move: splice (zero-copy, via io-wq kernel threads), copy "
+                   "(receive + send, inline) or auto (per direction: copy small messages, "
+                   "splice bulk)")
+        ->check(CLI::IsMember({"splice", "copy", "auto"}))
+        ->capture_default_str();
+    app.add_option("--copy-buffers", flags.copy_buffers,
+                   "copy-path buffers of 32 KiB per shard, a power of two; a copying direction "
+                   "holds at most two, and none while idle")
+        ->check(CLI::Range(1u, 32768u))
+        ->capture_default_str();
+    app.add_option("--busy-poll", flags.busy_poll_us,
+                   "low-latency mode: poll for up to this long before sleeping (us, or with a "
+                   "unit: 50us, 1ms); costs CPU; 0 = off")
+        ->transform(CLI::AsNumberWithUnit(std::map<std::string, long>{{"us", 1}, {"ms", 1000}},
+                                          CLI::AsNumberWithUnit::CASE_SENSITIVE))
+        ->check(CLI::Range(0L, 1000L * 1000))
+        ->default_str("0");
+    app.add_option("--drain-timeout", flags.drain_timeout_ms,
+                   "on SIGTERM/SIGINT, let open connections finish this long (ms, or 30s); a "
+                   "second signal resets them at once")
+        ->transform(CLI::AsNumberWithUnit(std::map<std::string, long>{{"ms", 1}, {"s", 1000}},
+                                          CLI::AsNumberWithUnit::CASE_SENSITIVE))
+        ->check(CLI::Range(0L, 24L * 3600 * 1000))
+        ->default_str("30s");
+    app.footer("With --config, the engine flags above (--shards, --cpus, --data-path, ...) "
+               "override the file's [engine] values; --cpus and --numa-node replace its cpus "
+               "and numa_nodes together.");
+}
+
+EngineConfig config_from_flags(const CLI::App& app, const Flags& flags) {
+    if (flags.check)
+        fail("--check needs --config FILE");
+    // Required only without --config, so CLI11's ->required() cannot say it.
+    if (app.count("--listen") == 0)
+        fail("--listen is required (or --config FILE)");
+    if (app.count("--upstream") == 0)
+        fail("--upstream is required (or --config FILE)");
+    EngineConfig config;
+    config.listen = parse_endpoint("--listen", flags.listen);
+    config.upstream = parse_endpoint("--upstream", flags.upstream);
+    config.connect_timeout = std::chrono::milliseconds(flags.connect_timeout_ms);
+    apply_engine_flags(app, flags, config);
+    return config;
+}
+
+void apply_flags_over_file(const CLI::App& app, const Flags& flags, EngineConfig& config) {
+    for (const char* flag : kRouteFlags)
+        if (app.count(flag) > 0)
+            fail(fmt::format("{} cannot be used with --config: the file's routes say where to "
+                             "listen and forward",
+                             flag));
+    apply_engine_flags(app, flags, config);
+}
+
+} // namespace uringfwd::cli

@@ -1,0 +1,54 @@
+// The binary's command line: every flag, and how the flags given become an EngineConfig,
+// alone or over a configuration file.
+#pragma once
+
+#include "uringfwd/config.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <cstddef>
+#include <string>
+
+namespace uringfwd::cli {
+
+// Prints "uring-fwd: error: MESSAGE" on one line and exits with status 1.
+[[noreturn]] void fail(const std::string& message);
+
+// The flags as parsed. Defaults come from EngineConfig so the two cannot drift apart;
+// whether a flag was given at all is asked of the CLI::App, since only a given flag may
+// override the configuration file.
+struct Flags {
+    std::string config_path;
+    bool check = false;
+
+    std::string listen;
+    std::string upstream;
+    long connect_timeout_ms = EngineConfig{}.connect_timeout.count();
+
+    std::size_t max_pipes = EngineConfig{}.max_pipes;
+    std::size_t pipe_size = EngineConfig{}.pipe_size;
+    std::string log_level = "info";
+    std::size_t shards = EngineConfig{}.shards;
+    std::string cpus;
+    std::string numa_nodes;
+    bool no_steering = false;
+    std::string iowq_cpus = "cpu";
+    unsigned iowq_max_workers = EngineConfig{}.iowq_max_workers;
+    std::string data_path = "auto";
+    unsigned copy_buffers = EngineConfig{}.copy_buffers;
+    long busy_poll_us = EngineConfig{}.busy_poll.count();
+    long drain_timeout_ms = EngineConfig{}.drain_timeout.count();
+};
+
+// Declares every flag on `app`, each writing into `flags`.
+void add_flags(CLI::App& app, Flags& flags);
+
+// After parsing, without --config: the one route of --listen/--upstream and the
+// engine-wide flags. Bad values and missing flags end the program with fail().
+EngineConfig config_from_flags(const CLI::App& app, const Flags& flags);
+
+// After parsing, with --config: rejects the flags the file replaces, then writes each
+// engine-wide flag that was given over the file's value in `config`.
+void apply_flags_over_file(const CLI::App& app, const Flags& flags, EngineConfig& config);
+
+} // namespace uringfwd::cli

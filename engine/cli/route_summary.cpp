@@ -1,0 +1,36 @@
+#include "cli/route_summary.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace uringfwd::cli {
+namespace {
+
+std::string plural(std::size_t n, const char* word) {
+    return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s");
+}
+
+std::string summarize(const RouteConfig& route) {
+    std::string listen;
+    for (const Endpoint& e : route.listen)
+        listen += (listen.empty() ? "" : ", ") + e.to_string();
+    const auto& members = route.pool.members;
+    const auto backups = static_cast<std::size_t>(
+        std::count_if(members.begin(), members.end(), [](const auto& m) { return m.backup; }));
+    return fmt::format("{} on {} -> {}{}, {}", route.name, listen,
+                       plural(members.size(), "upstream"),
+                       backups > 0 ? fmt::format(" ({})", plural(backups, "backup")) : "",
+                       to_string(route.pool.balance));
+}
+
+} // namespace
+
+std::string summarize_routes(const EngineConfig& config) {
+    std::string out = plural(config.routes.size(), "route") + ":";
+    for (std::size_t i = 0; i < config.routes.size(); ++i)
+        out += (i == 0 ? " " : "; ") + summarize(config.routes[i]);
+    return out;
+}
+
+} // namespace uringfwd::cli

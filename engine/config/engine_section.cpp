@@ -1,0 +1,118 @@
+#include "config/engine_section.hpp"
+
+#include "config/table_reader.hpp"
+#include "support/quote_input.hpp"
+#include "uringfwd/cpu_list.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace uringfwd::config {
+namespace {
+
+using std::chrono::microseconds;
+using std::chrono::milliseconds;
+using namespace std::chrono_literals;
+
+// A cpulist value (cpus, numa_nodes); nullopt after recording the parser's message.
+std::optional<std::vector<int>> cpu_list(TableReader& reader, std::string_view key) {
+    const auto text = reader.string(key);
+    if (!text)
+        return std::nullopt;
+    try {
+        return parse_cpu_list(*text);
+    } catch (const std::invalid_argument& e) {
+        reader.error(line_of(*reader.get(key)), fmt::format("{}: {}", key, e.what()));
+        return std::nullopt;
+    }
+}
+
+// cpus and numa_nodes together, as the binary's --cpus and --numa-node: the CPUs of the
+// nodes, limited to `cpus` when both are given. EngineConfig holds CPUs only, so the
+// nodes are resolved here, against the topology of the machine that parses the file.
+void read_cpus(TableReader& reader, const TopologyReader& read_topology, EngineConfig& config) {
+    const auto cpus = cpu_list(reader, "cpus");
+    if (cpus)
+        config.cpus = *cpus;
+    const auto nodes = cpu_list(reader, "numa_nodes");
+    if (!nodes || nodes->empty())
+        return;
+    const std::size_t line = line_of(*reader.get("numa_nodes"));
+    std::vector<int> from_nodes;
+    try {
+        const NumaTopology topology = read_topology ? read_topology() : read_numa_topology();
+        from_nodes = topology.cpus_of_nodes(*nodes);
+    } catch (const std::exception& e) {
+        reader.error(line, fmt::format("numa_nodes: {}", e.what()));
+        return;
+    }
+    if (from_nodes.empty()) {
+        // An empty list would mean "every CPU", the opposite of what was asked for.
+        reader.error(line, fmt::format("numa_nodes {} have no online CPU",
+                                       quote_input(format_cpu_list(*nodes))));
+        return;
+    }
+    if (!cpus || cpus->empty()) {
+        config.cpus = from_nodes;
+        return;
+    }
+    std::vector<int> both;
+    std::set_intersection(cpus->begin(), cpus->end(), from_nodes.begin(), from_nodes.end(),
+                          std::back_inserter(both));
+    if (both.empty()) {
+        reader.error(line, fmt::format("cpus {} and numa_nodes {} have no CPU in common",
+                                       quote_input(format_cpu_list(*cpus)),
+                                       quote_input(format_cpu_list(*nodes))));
+        return;
+    }
+    config.cpus = both;
+}
+
+bool power_of_two_buffers(int64_t n) {
+    // The kernel's provided-buffer ring takes a power of two up to 32768 entries.
+    return n >= 1 && n <= 32768 && (n & (n - 1)) == 0;
+}
+
+bool pipe_size_ok(int64_t n) {
+    return n == 0 || (n >= 4096 && n <= (int64_t{1} << 30));
+}
+
+} // namespace
+
+void read_engine_section(const toml::table& table, const TopologyReader& read_topology,
+                         ErrorList& errors, EngineConfig& config) {
+    TableReader reader(table, errors, "", "[engine] ", "in [engine]");
+
+    if (const auto v = reader.integer("shards", 0, kMaxCpu + 1))
+        config.shards = static_cast<std::size_t>(*v);
+    read_cpus(reader, read_topology, config);
+    if (const auto v = reader.boolean("steering"))
+        config.steer_by_cpu = *v;
+    if (const auto v = reader.one_of("iowq_cpus", {"cpu", "node"}))
+        config.worker_placement = *v == "node" ? EngineConfig::WorkerPlacement::ShardNode
+                                               : EngineConfig::WorkerPlacement::ShardCpu;
+    if (const auto v = reader.integer("iowq_max_workers", 0, 65536))
+        config.iowq_max_workers = static_cast<unsigned>(*v);
+    if (const auto v = reader.one_of("data_path", {"splice", "copy", "auto"}))
+        config.data_path = *parse_data_path(*v);
+    if (const auto v = reader.integer("max_pipes", 1, 1 << 20))
+        config.max_pipes = static_cast<std::size_t>(*v);
+    if (const auto v = reader.integer_that(
+            "pipe_size", "0 (the system's pipe-max-size) or 4096..1073741824", pipe_size_ok))
+        config.pipe_size = static_cast<std::size_t>(*v);
+    if (const auto v =
+            reader.integer_that("copy_buffers", "a power of two 1..32768", power_of_two_buffers))
+        config.copy_buffers = static_cast<unsigned>(*v);
+    if (const auto v = reader.duration("busy_poll", 0us, microseconds{1s}, true))
+        config.busy_poll = *v;
+    if (const auto v = reader.duration("drain_timeout", 0us, microseconds{24h}))
+        config.drain_timeout = std::chrono::duration_cast<milliseconds>(*v);
+    if (const auto v = reader.one_of("log_level", {"error", "warn", "info", "debug"}))
+        config.log_level = *parse_log_level(*v);
+
+    reader.report_unknown_keys();
+}
+
+} // namespace uringfwd::config

@@ -1,0 +1,218 @@
+#include "config/route_section.hpp"
+
+#include "config/duration.hpp"
+#include "config/table_reader.hpp"
+#include "support/quote_input.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+
+namespace uringfwd::config {
+namespace {
+
+using std::chrono::duration_cast;
+using std::chrono::microseconds;
+using std::chrono::milliseconds;
+using namespace std::chrono_literals;
+
+constexpr int64_t kNoLimit = std::numeric_limits<int64_t>::max();
+constexpr std::size_t kLongestName = 64;
+
+// Names show up in logs and will label metrics, so they are kept to one plain word.
+bool valid_name(const std::string& name) {
+    return !name.empty() && name.size() <= kLongestName &&
+           std::all_of(name.begin(), name.end(), [](char c) {
+               return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '-' || c == '_' || c == '.';
+           });
+}
+
+// Reads `name` and sets how later messages name the route.
+void read_name(const toml::table& table, std::size_t index, ErrorList& errors, ParsedRoute& out) {
+    out.label = fmt::format("route #{}", index);
+    TableReader reader(table, errors, out.label + ": ", "", "");
+    const auto name = reader.string("name");
+    if (!name) {
+        if (reader.get("name") == nullptr)
+            reader.error(reader.line(), "name is required");
+        return;
+    }
+    if (!valid_name(*name)) {
+        reader.error(line_of(*reader.get("name")),
+                     fmt::format("name must be 1..{} letters, digits, '-', '_' or '.', not {}",
+                                 kLongestName, quote_input(*name)));
+        return;
+    }
+    out.route.name = *name;
+    out.label = fmt::format("route \"{}\"", *name);
+    out.named = true;
+    out.name_line = line_of(*reader.get("name"));
+}
+
+void add_listen(TableReader& reader, const toml::node& node, ParsedRoute& out) {
+    if (!node.is_string()) {
+        reader.wrong("listen", node, "an address string");
+        return;
+    }
+    try {
+        out.route.listen.push_back(Endpoint::parse(node.as_string()->get()));
+        out.listen_lines.push_back(line_of(node));
+    } catch (const std::invalid_argument& e) {
+        reader.error(line_of(node), fmt::format("listen: {}", e.what()));
+    }
+}
+
+// listen: one address, or an array of them.
+void read_listen(TableReader& reader, ParsedRoute& out) {
+    const toml::node* listen = reader.get("listen");
+    if (listen == nullptr) {
+        reader.error(reader.line(), "listen is required: an address, or an array of them");
+        return;
+    }
+    if (listen->is_array()) {
+        const toml::array& all = *listen->as_array();
+        if (all.empty())
+            reader.error(line_of(*listen), "listen must hold at least one address");
+        for (const toml::node& one : all)
+            add_listen(reader, one, out);
+        return;
+    }
+    if (!listen->is_string()) {
+        reader.wrong("listen", *listen, "an address or an array of addresses");
+        return;
+    }
+    add_listen(reader, *listen, out);
+}
+
+UpstreamMember read_upstream(const toml::table& table, const std::string& context,
+                             ErrorList& errors) {
+    TableReader reader(table, errors, context, "upstream ", "in [[route.upstream]]");
+    UpstreamMember member;
+    if (const auto address = reader.string("address")) {
+        const std::size_t line = line_of(*reader.get("address"));
+        try {
+            member.address = Endpoint::parse(*address);
+            if (!member.address.is_unix() && member.address.port == 0)
+                reader.error(line, fmt::format("address {} needs a port (0 is for listening only)",
+                                               quote_input(*address)));
+        } catch (const std::invalid_argument& e) {
+            reader.error(line, fmt::format("address: {}", e.what()));
+        }
+    } else if (reader.get("address") == nullptr) {
+        reader.error(reader.line(), "address is required");
+    }
+    if (const auto v = reader.integer("weight", 1, 1000))
+        member.weight = static_cast<unsigned>(*v);
+    if (const auto v = reader.boolean("backup"))
+        member.backup = *v;
+    if (const auto v = reader.integer("max_connections", 0, kNoLimit))
+        member.max_connections = static_cast<std::size_t>(*v);
+    reader.report_unknown_keys();
+    return member;
+}
+
+void read_upstreams(TableReader& reader, const std::string& context, ErrorList& errors,
+                    UpstreamPool& pool) {
+    const toml::node* node = reader.get("upstream");
+    const toml::array* all = reader.array_of_tables("upstream", "[[route.upstream]]");
+    if (node == nullptr || (all != nullptr && all->empty())) {
+        reader.error(node ? line_of(*node) : reader.line(),
+                     "needs at least one upstream ([[route.upstream]] with an address)");
+        return;
+    }
+    if (all == nullptr)
+        return; // the wrong type is reported already
+    for (const toml::node& one : *all)
+        pool.members.push_back(read_upstream(*one.as_table(), context, errors));
+    if (std::all_of(pool.members.begin(), pool.members.end(),
+                    [](const UpstreamMember& m) { return m.backup; }))
+        reader.error(line_of(*node),
+                     "every upstream is a backup; at least one must not be (backups serve "
+                     "only while no other member is up)");
+}
+
+void read_health_check(TableReader& route, const std::string& context, ErrorList& errors,
+                       HealthCheck& check) {
+    const toml::table* table = route.table("health_check");
+    if (table == nullptr)
+        return;
+    TableReader reader(*table, errors, context, "health_check ", "in [route.health_check]");
+    // The table's presence turns checks on; `enabled = false` keeps the settings but off.
+    check.enabled = reader.boolean("enabled").value_or(true);
+    if (const auto v = reader.duration("interval", 1ms, microseconds{1h}))
+        check.interval = duration_cast<milliseconds>(*v);
+    if (const auto v = reader.duration("timeout", 1ms, microseconds{1h}))
+        check.timeout = duration_cast<milliseconds>(*v);
+    if (const auto v = reader.integer("rise", 1, 100))
+        check.rise = static_cast<unsigned>(*v);
+    if (const auto v = reader.integer("fall", 1, 100))
+        check.fall = static_cast<unsigned>(*v);
+    if (const auto v = reader.string("send"))
+        check.send = *v;
+    if (const auto v = reader.string("expect"))
+        check.expect = *v;
+    reader.report_unknown_keys();
+}
+
+void read_passive_health(TableReader& route, const std::string& context, ErrorList& errors,
+                         PassiveHealth& passive) {
+    const toml::table* table = route.table("passive_health");
+    if (table == nullptr)
+        return;
+    TableReader reader(*table, errors, context, "passive_health ", "in [route.passive_health]");
+    if (const auto v = reader.integer("fall", 0, 100))
+        passive.fall = static_cast<unsigned>(*v);
+    if (const auto v = reader.duration("backoff", 1ms, microseconds{1h}))
+        passive.backoff = duration_cast<milliseconds>(*v);
+    const auto max_backoff = reader.duration("max_backoff", 1ms, microseconds{24h});
+    if (max_backoff)
+        passive.max_backoff = duration_cast<milliseconds>(*max_backoff);
+    // Doubling from backoff stops at max_backoff: one below the other is a mistake.
+    if (passive.max_backoff < passive.backoff) {
+        const toml::node* at = reader.get("max_backoff");
+        reader.error(at ? line_of(*at) : reader.line(),
+                     fmt::format("max_backoff ({}) must not be below backoff ({})",
+                                 format_duration(passive.max_backoff),
+                                 format_duration(passive.backoff)));
+    }
+    reader.report_unknown_keys();
+}
+
+} // namespace
+
+ParsedRoute read_route(const toml::table& table, std::size_t index, ErrorList& errors) {
+    ParsedRoute out;
+    out.line = line_of(table);
+    read_name(table, index, errors, out);
+    const std::string context = out.label + ": ";
+    TableReader reader(table, errors, context, "", "in [[route]]");
+    reader.get("name"); // read above; known
+
+    read_listen(reader, out);
+    UpstreamPool& pool = out.route.pool;
+    if (const auto v = reader.one_of("balance", {"round-robin", "least-active", "maglev"}))
+        pool.balance = *parse_balance_policy(*v);
+    if (const auto v = reader.duration("connect_timeout", 1ms, microseconds{1h}))
+        pool.connect_timeout = duration_cast<milliseconds>(*v);
+    if (const auto v = reader.duration("connect_deadline", 0us, microseconds{24h}))
+        pool.connect_deadline = duration_cast<milliseconds>(*v);
+    if (const auto v = reader.integer("retries", 0, 100))
+        pool.retries = static_cast<unsigned>(*v);
+    if (const auto v = reader.integer("max_connections", 0, kNoLimit))
+        out.route.max_connections = static_cast<std::size_t>(*v);
+    if (const auto v = reader.duration("idle_timeout", 0us, std::nullopt))
+        out.route.idle_timeout = duration_cast<milliseconds>(*v);
+    if (const auto v = reader.duration("resolve_interval", 0us, std::nullopt))
+        pool.resolve_interval = duration_cast<milliseconds>(*v);
+    read_upstreams(reader, context, errors, pool);
+    read_health_check(reader, context, errors, pool.health_check);
+    read_passive_health(reader, context, errors, pool.passive);
+
+    reader.report_unknown_keys();
+    return out;
+}
+
+} // namespace uringfwd::config

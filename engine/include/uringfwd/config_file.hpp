@@ -1,0 +1,44 @@
+// The configuration file: routes, pools and engine settings in TOML (examples/uring-fwd.toml
+// documents every key). The parser reports every problem it finds, each as one line
+// "FILE:LINE: message", so a user fixes a file in one pass rather than one error per run.
+#pragma once
+
+#include "uringfwd/config.hpp"
+#include "uringfwd/numa_topology.hpp"
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace uringfwd {
+
+// Exactly one of the two is set: a config when the file is valid, errors otherwise.
+struct ConfigFileResult {
+    std::optional<EngineConfig> config;
+    // "FILE:LINE: message", one line each (no newline inside), ordered by line.
+    std::vector<std::string> errors;
+};
+
+// [engine] numa_nodes is turned into CPUs while parsing (EngineConfig holds CPUs only), so
+// parsing needs the machine's topology. Empty: read_numa_topology(), called only when the
+// file names numa_nodes. Tests pass a fixed topology.
+using TopologyReader = std::function<NumaTopology()>;
+
+// Parses `text`; `source_name` is the FILE of each error line.
+ConfigFileResult parse_config(std::string_view text, std::string_view source_name,
+                              const TopologyReader& read_topology = {});
+
+// Reads and parses the file at `path` (named as given in error lines). A file that cannot
+// be read is one error line, "PATH: cannot read: <reason>".
+ConfigFileResult load_config_file(const std::string& path,
+                                  const TopologyReader& read_topology = {});
+
+// "250ms", "2s", "5m", "1h" or "0": a whole number and a unit, as everywhere in the file.
+// nullopt otherwise, with the reason (without the text itself) in `why` when given.
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view text,
+                                                        std::string* why = nullptr);
+
+} // namespace uringfwd
