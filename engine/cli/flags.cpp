@@ -15,7 +15,9 @@ namespace uringfwd::cli {
 namespace {
 
 // The flags that say what to serve; a configuration file's routes replace them.
-constexpr const char* kRouteFlags[] = {"--listen", "--upstream", "--connect-timeout"};
+constexpr const char* kRouteFlags[] = {"--listen",         "--upstream", "--connect-timeout",
+                                       "--balance",        "--retries",  "--idle-timeout",
+                                       "--max-connections"};
 
 std::vector<int> parse_cpus(const std::string& flag, const std::string& text) {
     try {
@@ -112,7 +114,29 @@ void add_flags(CLI::App& app, Flags& flags) {
                  "(status 0) or every error as FILE:LINE: message (status 1)");
     app.add_option("-l,--listen", flags.listen,
                    "address to accept clients on: 127.0.0.1:9000, [::1]:9000, unix:/path");
-    app.add_option("-u,--upstream", flags.upstream, "address to forward to (same forms)");
+    app.add_option("-u,--upstream", flags.upstreams,
+                   "address to forward to (same forms); give it several times for a pool");
+    app.add_option("--balance", flags.balance,
+                   "how a pool chooses: round-robin, least-active (per shard) or maglev "
+                   "(consistent hashing of the client address)")
+        ->check(CLI::IsMember({"round-robin", "least-active", "maglev"}))
+        ->capture_default_str();
+    app.add_option("--retries", flags.retries,
+                   "after a refused or timed-out connect, try this many other pool members")
+        ->check(CLI::Range(0u, 100u))
+        ->capture_default_str();
+    app.add_option("--idle-timeout", flags.idle_timeout_ms,
+                   "close a connection (FIN) when no byte moved either way for this long "
+                   "(ms, or 30s, 10m); 0 = never")
+        ->transform(CLI::AsNumberWithUnit(
+            std::map<std::string, long>{{"ms", 1}, {"s", 1000}, {"m", 60 * 1000}},
+            CLI::AsNumberWithUnit::CASE_SENSITIVE))
+        ->check(CLI::Range(0L, 24L * 3600 * 1000))
+        ->default_str("0");
+    app.add_option("--max-connections", flags.max_connections,
+                   "open connections at most (split among shards); more clients wait in the "
+                   "listen backlog; 0 = no limit")
+        ->default_str("0");
     app.add_option("--connect-timeout", flags.connect_timeout_ms,
                    "give up on an upstream connect after this long (ms, or with a unit: 5s)")
         ->transform(CLI::AsNumberWithUnit(std::map<std::string, long>{{"ms", 1}, {"s", 1000}},
@@ -182,8 +206,20 @@ EngineConfig config_from_flags(const CLI::App& app, const Flags& flags) {
         fail("--upstream is required (or --config FILE)");
     EngineConfig config;
     config.listen = parse_endpoint("--listen", flags.listen);
-    config.upstream = parse_endpoint("--upstream", flags.upstream);
+    config.upstream = parse_endpoint("--upstream", flags.upstreams.front());
     config.connect_timeout = std::chrono::milliseconds(flags.connect_timeout_ms);
+    // One route, as a file with one [[route]] would say it.
+    RouteConfig route;
+    route.name = "default";
+    route.listen = {config.listen};
+    for (const std::string& text : flags.upstreams)
+        route.pool.members.push_back(UpstreamMember{parse_endpoint("--upstream", text)});
+    route.pool.balance = *parse_balance_policy(flags.balance); // checked by IsMember
+    route.pool.connect_timeout = config.connect_timeout;
+    route.pool.retries = flags.retries;
+    route.idle_timeout = std::chrono::milliseconds(flags.idle_timeout_ms);
+    route.max_connections = flags.max_connections;
+    config.routes = {route};
     apply_engine_flags(app, flags, config);
     return config;
 }

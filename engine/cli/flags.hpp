@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace uringfwd::cli {
 
@@ -22,8 +23,12 @@ struct Flags {
     bool check = false;
 
     std::string listen;
-    std::string upstream;
+    std::vector<std::string> upstreams; // several: a pool
     long connect_timeout_ms = EngineConfig{}.connect_timeout.count();
+    std::string balance = "round-robin";
+    unsigned retries = UpstreamPool{}.retries;
+    long idle_timeout_ms = 0;
+    std::size_t max_connections = 0;
 
     std::size_t max_pipes = EngineConfig{}.max_pipes;
     std::size_t pipe_size = EngineConfig{}.pipe_size;

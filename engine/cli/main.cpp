@@ -66,6 +66,38 @@ uringfwd::EngineConfig config_from_file(const CLI::App& app, const uringfwd::cli
     return std::move(*loaded.config);
 }
 
+// SIGHUP: read the file again and serve its routes. A file with errors (each printed
+// as FILE:LINE: message) changes nothing; engine-wide settings wait for a restart.
+void reload(uringfwd::Engine& engine, const CLI::App& app, const uringfwd::cli::Flags& flags,
+            uringfwd::EngineConfig& running) {
+    if (flags.config_path.empty()) {
+        std::fprintf(stderr, "uring-fwd: SIGHUP: no --config file to read again; ignored\n");
+        return;
+    }
+    uringfwd::ConfigFileResult loaded = uringfwd::load_config_file(flags.config_path);
+    if (!loaded.config) {
+        for (const std::string& error : loaded.errors)
+            std::fprintf(stderr, "%s\n", error.c_str());
+        std::fprintf(stderr,
+                     "uring-fwd: SIGHUP: %s has %zu errors; still serving the "
+                     "configuration loaded before\n",
+                     flags.config_path.c_str(), loaded.errors.size());
+        return;
+    }
+    uringfwd::cli::apply_flags_over_file(app, flags, *loaded.config);
+    uringfwd::ReloadResult result = engine.reconfigure(*loaded.config);
+    if (!result.applied) {
+        for (const std::string& error : result.errors)
+            std::fprintf(stderr, "uring-fwd: SIGHUP: %s\n", error.c_str());
+        std::fprintf(stderr, "uring-fwd: SIGHUP: not applied; still serving the configuration "
+                             "loaded before\n");
+        return;
+    }
+    // The engine has logged the new routes and what needs a restart.
+    running.routes = loaded.config->routes;
+    std::fprintf(stderr, "uring-fwd: SIGHUP: reloaded %s\n", flags.config_path.c_str());
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -81,9 +113,9 @@ int main(int argc, char** argv) {
     });
     CLI11_PARSE(app, argc, argv);
 
-    const uringfwd::EngineConfig config = flags.config_path.empty()
-                                              ? uringfwd::cli::config_from_flags(app, flags)
-                                              : config_from_file(app, flags);
+    uringfwd::EngineConfig config = flags.config_path.empty()
+                                        ? uringfwd::cli::config_from_flags(app, flags)
+                                        : config_from_file(app, flags);
 
     // A write to a socket the peer closed must come back as EPIPE, not kill us.
     signal(SIGPIPE, SIG_IGN);
@@ -94,6 +126,7 @@ int main(int argc, char** argv) {
     sigaddset(&signals, SIGINT);
     sigaddset(&signals, SIGTERM);
     sigaddset(&signals, SIGUSR1);
+    sigaddset(&signals, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
     rlim_t fd_limit = raise_fd_limit();
@@ -119,6 +152,8 @@ int main(int argc, char** argv) {
         int sig = sigtimedwait(&signals, nullptr, &tick);
         if (sig == SIGUSR1) {
             print_stats(*engine);
+        } else if (sig == SIGHUP && !stopping) {
+            reload(*engine, app, flags, config);
         } else if ((sig == SIGINT || sig == SIGTERM) && !stopping) {
             stopping = true;
             std::fprintf(stderr,

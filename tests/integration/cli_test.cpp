@@ -6,6 +6,7 @@
 #include "tests/support/scripted_peer.hpp"
 #include "tests/support/socket_io.hpp"
 #include "tests/support/sockets.hpp"
+#include "tests/support/temp_config_file.hpp"
 #include "tests/support/transfer_checks.hpp"
 
 #include <gtest/gtest.h>
@@ -140,23 +141,6 @@ TEST(Cli, StartupLineNamesTheDataPath) {
             << fwd.process->stderr_text();
     }
 }
-
-// A configuration file written for one test and removed after it.
-class ConfigFile {
-public:
-    explicit ConfigFile(const std::string& text)
-        : path_(::testing::TempDir() + "uring-fwd-cli-" + std::to_string(::getpid()) + "-" +
-                ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".toml") {
-        std::ofstream(path_) << text;
-    }
-    ~ConfigFile() { ::unlink(path_.c_str()); }
-    ConfigFile(const ConfigFile&) = delete;
-    ConfigFile& operator=(const ConfigFile&) = delete;
-    const std::string& path() const { return path_; }
-
-private:
-    std::string path_;
-};
 
 TEST(Cli, ConfigCheckAcceptsTheExample) {
     BinaryProcess proc{uring_fwd_binary(), {"--config", URING_FWD_EXAMPLE_CONFIG, "--check"}};

@@ -1,0 +1,32 @@
+// A configuration file written for one test and removed after it.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+
+namespace uringfwd::test {
+
+class ConfigFile {
+public:
+    explicit ConfigFile(const std::string& text)
+        : path_(::testing::TempDir() + "uring-fwd-cli-" + std::to_string(::getpid()) + "-" +
+                ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".toml") {
+        write(text);
+    }
+    ~ConfigFile() { ::unlink(path_.c_str()); }
+    ConfigFile(const ConfigFile&) = delete;
+    ConfigFile& operator=(const ConfigFile&) = delete;
+
+    // Replaces the contents (for reload tests).
+    void write(const std::string& text) const { std::ofstream(path_, std::ios::trunc) << text; }
+    const std::string& path() const { return path_; }
+
+private:
+    std::string path_;
+};
+
+} // namespace uringfwd::test
