@@ -3,6 +3,7 @@
 #include "net/sockets.hpp"
 
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -67,7 +68,7 @@ int Listener::on_accept(const uring::Completion& c, std::size_t open_connections
         if (!stopping_)
             return c.result;
         ::close(c.result);
-    } else if (c.result != -ECANCELED) {
+    } else if (c.result != -ECANCELED && !stopping_) {
         int err = -c.result;
         if (is_fd_shortage(err))
             pause_for_fd_shortage("accept", err, open_connections);
@@ -144,6 +145,14 @@ void Listener::stop() {
     if (stopping_)
         return;
     stopping_ = true;
+    // Refuse new clients now, not once the cancelled accept has come back: shutdown()
+    // of a listening TCP socket disconnects it at once (net/ipv4/af_inet.c
+    // inet_shutdown -> tcp_disconnect, which also leaves the SO_REUSEPORT group and
+    // resets what waited in its queue), and a Unix one refuses connects from then on
+    // (net/unix/af_unix.c unix_stream_connect checks RCV_SHUTDOWN). A dup'd Unix
+    // listener is shut for every shard: they all stop it together.
+    if (fd_)
+        ::shutdown(fd_.get(), SHUT_RD);
     if (armed_)
         io_.cancel(in_flight_, tag(Op::Accept), tag(Op::ListenerCancel));
     else
