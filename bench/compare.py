@@ -38,7 +38,12 @@ ALL_PEERS = ["direct", "uring-fwd", "haproxy-splice", "haproxy", "nginx", "socat
 URING_VARIANTS = {"uring-fwd-copy": ["--data-path", "copy"],
                   "uring-fwd-splice": ["--data-path", "splice"],
                   # the opt-in low-latency mode: poll 50 µs before sleeping
-                  "uring-fwd-busy": ["--busy-poll", "50us"]}
+                  "uring-fwd-busy": ["--busy-poll", "50us"],
+                  # the cost of routing: a 16-member Maglev pool (the members are all the
+                  # one upstream, added in start_peer) instead of one upstream
+                  "uring-fwd-maglev16": ["--balance", "maglev"]}
+# Extra --upstream copies of the upstream a variant gets (a pool of 1 + this many).
+URING_POOL_EXTRA = {"uring-fwd-maglev16": 15}
 ALL_PEERS += list(URING_VARIANTS)
 # uring-fwd built from another git revision (--baseline REV) and started exactly like
 # uring-fwd: a refactor is checked for regressions by running both in one interleaved run.
@@ -505,6 +510,8 @@ stream {{
                 f"{LOOP}:{upstream_port}", "--log-level", "warn"] + extra
         if peer in URING_VARIANTS:
             argv += URING_VARIANTS[peer]
+            for _ in range(URING_POOL_EXTRA.get(peer, 0)):
+                argv += ["--upstream", f"{LOOP}:{upstream_port}"]
     else:
         raise PeerFailed(f"unknown peer {peer}")
     if shutil.which(argv[0]) is None and not os.path.exists(argv[0]):

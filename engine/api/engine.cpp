@@ -36,6 +36,10 @@ void Engine::Impl::launch() {
         auto table = engine::build_route_table(config_);
         engine::start_health_checks(*table, log_);
         routes_ = table;
+        current_ = config_;
+        names_ = std::make_unique<engine::NameRefresher>([this] { refresh_names(); },
+                                                         log_.with_prefix("resolve"));
+        names_->follow(routes_);
         cpus = engine::choose_shard_cpus(engine::allowed_cpus(), config_.cpus, config_.shards);
     } catch (const std::exception& e) {
         throw StartError(e.what());
@@ -182,6 +186,9 @@ void Engine::Impl::wait() {
     for (std::thread& t : threads_)
         if (t.joinable())
             t.join();
+    // Before plan_mu_ is taken: a refresh in progress takes it too.
+    if (names_)
+        names_->stop();
     std::lock_guard lock(plan_mu_);
     if (routes_ && routes_->health)
         routes_->health->stop();

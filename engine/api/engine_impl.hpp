@@ -6,6 +6,7 @@
 #include "uringfwd/engine.hpp"
 
 #include "net/socket_address.hpp"
+#include "routing/name_refresher.hpp"
 #include "routing/route_table.hpp"
 #include "shard/shard.hpp"
 #include "support/logger.hpp"
@@ -84,6 +85,8 @@ private:
     std::string apply_to_shards(const engine::RouteTable& next,
                                 std::shared_ptr<const engine::RouteTable> table);
     void remove_unix_socket_file(const engine::SocketAddress& address);
+    // The pools' host names resolve to other addresses now: serve the same routes anew.
+    void refresh_names();
 
     EngineConfig config_;
     engine::Logger log_;
@@ -93,6 +96,10 @@ private:
     std::shared_ptr<const engine::RouteTable> routes_;
     std::vector<PlannedListener> listeners_;
     std::optional<int> steering_base_; // CPU steering of TCP listeners (see launch())
+    // The configuration being served: config_ with the routes of the last reconfigure().
+    EngineConfig current_;
+    // Looks pool host names up again; declared last, so it stops before the rest goes.
+    std::unique_ptr<engine::NameRefresher> names_;
     bool unlinked_ = false;
     // Guards routes_ and listeners_ once running: reconfigure() changes them while
     // other threads may read them (listen_endpoints(), describe()).

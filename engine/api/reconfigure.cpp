@@ -73,12 +73,29 @@ ReloadResult Engine::Impl::reconfigure(EngineConfig next) {
     if (routes_->health)
         routes_->health->stop();
     routes_ = table;
+    current_.routes = next.routes;
+    current_.listen = next.listen;
+    current_.upstream = next.upstream;
+    current_.connect_timeout = next.connect_timeout;
+    names_->follow(routes_);
     result.applied = true;
     result.needs_restart = needs_restart(next);
     log_.info("reconfigured: {}", describe_routes());
     for (const std::string& what : result.needs_restart)
         log_.warn("reconfigure: {} changed but needs a restart; keeping the running value", what);
     return result;
+}
+
+void Engine::Impl::refresh_names() {
+    EngineConfig same;
+    {
+        std::lock_guard lock(plan_mu_);
+        same = current_;
+    }
+    ReloadResult result = reconfigure(same);
+    if (!result.applied)
+        log_.warn("could not update the pools to the new addresses: {}",
+                  result.errors.empty() ? "?" : result.errors.front());
 }
 
 std::string Engine::Impl::apply_to_shards(const engine::RouteTable& next,

@@ -13,28 +13,30 @@
 
 namespace uringfwd::test {
 
-NamedServer::NamedServer(char name)
+NamedServer::NamedServer(char name, const std::optional<Endpoint>& where)
     : name_(name),
-      server_(listen_loopback(Family::Inet4), [name, open = open_](UniqueFd conn, int cancel_fd) {
-          ++*open;
-          const Deadline deadline{std::chrono::milliseconds{60000}};
-          if (send_text(conn.get(), std::string(1, name), deadline).status == IoStatus::Ok) {
-              // Echo until the client ends or the server stops.
-              std::array<char, 4096> buf{};
-              for (;;) {
-                  pollfd fds[2] = {{conn.get(), POLLIN, 0}, {cancel_fd, POLLIN, 0}};
-                  if (::poll(fds, 2, deadline.poll_timeout_ms()) <= 0 || fds[1].revents != 0)
-                      break;
-                  ssize_t n = ::recv(conn.get(), buf.data(), buf.size(), MSG_DONTWAIT);
-                  if (n < 0 && errno == EAGAIN)
-                      continue;
-                  if (n <= 0 || ::send(conn.get(), buf.data(), static_cast<std::size_t>(n),
-                                       MSG_NOSIGNAL) != n)
-                      break;
+      server_(
+          where ? listen_on(*where) : listen_loopback(Family::Inet4),
+          [name, open = open_](UniqueFd conn, int cancel_fd) {
+              ++*open;
+              const Deadline deadline{std::chrono::milliseconds{60000}};
+              if (send_text(conn.get(), std::string(1, name), deadline).status == IoStatus::Ok) {
+                  // Echo until the client ends or the server stops.
+                  std::array<char, 4096> buf{};
+                  for (;;) {
+                      pollfd fds[2] = {{conn.get(), POLLIN, 0}, {cancel_fd, POLLIN, 0}};
+                      if (::poll(fds, 2, deadline.poll_timeout_ms()) <= 0 || fds[1].revents != 0)
+                          break;
+                      ssize_t n = ::recv(conn.get(), buf.data(), buf.size(), MSG_DONTWAIT);
+                      if (n < 0 && errno == EAGAIN)
+                          continue;
+                      if (n <= 0 || ::send(conn.get(), buf.data(), static_cast<std::size_t>(n),
+                                           MSG_NOSIGNAL) != n)
+                          break;
+                  }
               }
-          }
-          --*open;
-      }) {}
+              --*open;
+          }) {}
 
 std::optional<char> name_through(const Endpoint& to, const Deadline& deadline,
                                  const std::string& source, UniqueFd* keep) {

@@ -18,7 +18,8 @@ namespace uringfwd::test {
 
 class NamedServer {
 public:
-    explicit NamedServer(char name);
+    // Listens on `where` (default 127.0.0.1, any port).
+    explicit NamedServer(char name, const std::optional<Endpoint>& where = std::nullopt);
     const Endpoint& endpoint() const { return server_.endpoint(); }
     char name() const { return name_; }
     uint64_t accepted() const { return server_.accepted(); }
