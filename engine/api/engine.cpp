@@ -178,6 +178,7 @@ std::vector<MemberHealth> Engine::Impl::member_health() const {
 }
 
 void Engine::Impl::stop(std::optional<std::chrono::milliseconds> drain) {
+    stopping_.store(true);
     for (auto& shard : shards_)
         shard->request_stop(drain.value_or(config_.drain_timeout));
 }
@@ -321,6 +322,16 @@ std::vector<ShardStats> Engine::shard_stats() const {
 }
 std::vector<MemberHealth> Engine::member_health() const {
     return impl_->member_health();
+}
+std::error_code Engine::forward(int client_fd, std::string_view route,
+                                std::span<const std::byte> already_read) {
+    return impl_->hand_over(client_fd, -1, route, already_read);
+}
+std::error_code Engine::forward_pair(int client_fd, int upstream_fd, std::string_view route) {
+    return impl_->hand_over(client_fd, upstream_fd, route, {});
+}
+ReloadResult Engine::update_pool(std::string_view route, UpstreamPool pool) {
+    return impl_->update_pool(route, std::move(pool));
 }
 ReloadResult Engine::reconfigure(EngineConfig config) {
     return impl_->reconfigure(std::move(config));

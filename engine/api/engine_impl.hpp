@@ -12,11 +12,14 @@
 #include "support/logger.hpp"
 #include "uringfwd/numa_topology.hpp"
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -62,6 +65,11 @@ public:
 
     // reconfigure.cpp
     ReloadResult reconfigure(EngineConfig next);
+    ReloadResult update_pool(std::string_view route, UpstreamPool pool);
+
+    // handoff.cpp
+    std::error_code hand_over(int client_fd, int upstream_fd, std::string_view route,
+                              std::span<const std::byte> already_read);
 
 private:
     void launch_shard(engine::ShardSetup setup);
@@ -95,7 +103,8 @@ private:
     std::vector<std::thread> threads_;
     std::shared_ptr<const engine::RouteTable> routes_;
     std::vector<PlannedListener> listeners_;
-    std::optional<int> steering_base_; // CPU steering of TCP listeners (see launch())
+    std::optional<int> steering_base_;  // CPU steering of TCP listeners (see launch())
+    std::atomic<bool> stopping_{false}; // stop() was called: hand-overs are refused
     // The configuration being served: config_ with the routes of the last reconfigure().
     EngineConfig current_;
     // Looks pool host names up again; declared last, so it stops before the rest goes.

@@ -86,6 +86,29 @@ ReloadResult Engine::Impl::reconfigure(EngineConfig next) {
     return result;
 }
 
+ReloadResult Engine::Impl::update_pool(std::string_view route, UpstreamPool pool) {
+    EngineConfig next;
+    {
+        std::lock_guard lock(plan_mu_);
+        next = current_;
+    }
+    // The single-route shorthand becomes the route it stands for.
+    next.routes = engine::effective_routes(next);
+    bool found = false;
+    for (RouteConfig& each : next.routes) {
+        if (each.name == route) {
+            each.pool = std::move(pool);
+            found = true;
+        }
+    }
+    if (!found) {
+        ReloadResult result;
+        result.errors.push_back(fmt::format("no route named \"{}\"", route));
+        return result;
+    }
+    return reconfigure(std::move(next));
+}
+
 void Engine::Impl::refresh_names() {
     EngineConfig same;
     {

@@ -104,6 +104,14 @@ SocketAddress local_address(int fd) {
     return out;
 }
 
+Endpoint peer_endpoint(int fd) {
+    SocketAddress peer;
+    peer.length = sizeof(peer.storage);
+    if (::getpeername(fd, peer.get(), &peer.length) != 0)
+        return {};
+    return to_endpoint(peer);
+}
+
 std::string peer_name(int fd) {
     SocketAddress peer;
     peer.length = sizeof(peer.storage);

@@ -41,5 +41,7 @@ int attach_cpu_steering(int fd, int base_cpu);
 // Where a socket is bound (for port 0) and who is on the other end (for log lines).
 SocketAddress local_address(int fd);
 std::string peer_name(int fd);
+// The other end as an Endpoint; empty (default) when the socket has none.
+Endpoint peer_endpoint(int fd);
 
 } // namespace uringfwd::engine

@@ -29,6 +29,7 @@ std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config) {
         route.pool = rc.pool;
         route.max_connections = rc.max_connections;
         route.idle_timeout = rc.idle_timeout;
+        route.selector = rc.selector;
         for (const Endpoint& e : rc.listen)
             route.listen.push_back(resolve(e));
         for (const UpstreamMember& m : rc.pool.members) {

@@ -27,6 +27,7 @@ struct Route {
     UpstreamPool pool;                 // the configuration (policy, timeouts, health)
     std::size_t max_connections = 0;   // engine-wide, as configured
     std::chrono::milliseconds idle_timeout{0};
+    UpstreamSelector selector; // empty: the pool's policy alone
 };
 
 struct RouteTable {

@@ -3,14 +3,17 @@
 // The life cycle is in connections.cpp.
 #pragma once
 
+#include "net/socket_address.hpp"
 #include "routing/tried_set.hpp"
 #include "shard/direction_state.hpp"
 #include "shard/op_tag.hpp"
 #include "shard/shard_io.hpp"
 #include "uring/unique_fd.hpp"
 #include "uringfwd/close_reason.hpp"
+#include "uringfwd/endpoint.hpp"
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -36,6 +39,9 @@ struct Connection {
     // and the members tried so far.
     ShardRoute* route = nullptr; // lives at least as long as its connections
     int member = -1;
+    int preferred = -1;      // the selector's member, tried first
+    bool has_chosen = false; // the selector chose an address outside the pool
+    SocketAddress chosen;
     bool member_counted = false; // counted among the member's connections (PoolState)
     TriedSet tried;
     uint64_t client_hash = 0;                        // of the client's address, for Maglev
@@ -44,6 +50,20 @@ struct Connection {
     std::chrono::steady_clock::time_point connect_deadline;
     // When a byte last moved either way (the shard's clock of its last batch).
     std::chrono::steady_clock::time_point last_active;
+
+    // For the observer and Engine::forward (see observer.hpp).
+    uint64_t id = 0;
+    uint64_t bytes[2] = {0, 0}; // delivered, per Side
+    std::chrono::steady_clock::time_point opened_at;
+    std::chrono::steady_clock::time_point connected_at; // epoch: never connected
+    int close_error = 0;                                // negated errno behind the reason
+    Endpoint client_address;                            // filled only for an observer
+    Endpoint local_address;
+    Endpoint upstream_address; // once connected; the peer may be gone when it closes
+    // Bytes the client sent before the engine took it over (Engine::forward): they go
+    // to the upstream before anything else.
+    std::vector<std::byte> preamble;
+    std::size_t preamble_sent = 0;
 
     Direction& dir(Side side) { return dirs[static_cast<int>(side)]; }
     const Direction& dir(Side side) const { return dirs[static_cast<int>(side)]; }

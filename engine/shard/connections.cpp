@@ -2,6 +2,7 @@
 
 #include "net/sockets.hpp"
 #include "routing/hash.hpp"
+#include "routing/name_refresher.hpp"
 
 #include <sys/socket.h>
 
@@ -28,27 +29,100 @@ uint64_t hash_of_peer(int fd) {
 
 } // namespace
 
-int Connections::open(int client_fd, bool client_is_tcp, ShardRoute& r) {
+int Connections::open(int client_fd, bool client_is_tcp, ShardRoute& r,
+                      std::vector<std::byte> preamble, int upstream_fd) {
     Connection& conn = table_.allocate();
     conn.client.reset(client_fd);
     conn.route = &r;
-    conn.last_active = shard_.now;
+    conn.opened_at = conn.last_active = shard_.now;
+    conn.id = static_cast<uint64_t>(shard_.shard_index) << 48 | (++opened_ & 0xffffffffffffu);
+    conn.preamble = std::move(preamble);
     ++r.active;
     ShardCounters& counters = shard_.io.counters();
     bump(counters.accepted);
     bump(counters.active);
     if (client_is_tcp)
         set_no_delay(client_fd);
+    if (shard_.config.observer || r.route.selector) {
+        // Two syscalls per connection, paid only by those who look.
+        conn.client_address = peer_endpoint(client_fd);
+        conn.local_address = to_endpoint(local_address(client_fd));
+    }
+    if (shard_.config.observer)
+        shard_.config.observer->on_open(info_of(conn));
+    if (upstream_fd >= 0) { // connected by the caller: forward at once
+        conn.upstream.reset(upstream_fd);
+        start_forwarding(conn);
+        return 0;
+    }
     if (r.hashes_client())
         conn.client_hash = hash_of_peer(client_fd);
     conn.connect_deadline = shard_.now + r.connect_deadline();
+    if (r.route.selector)
+        return follow_selection(conn, r.route.selector(info_of(conn)));
     return connect_next(conn);
+}
+
+ConnectionInfo Connections::info_of(const Connection& conn) const {
+    return {conn.id, shard_.shard_index, conn.route->route.name, conn.client_address,
+            conn.local_address};
+}
+
+int Connections::follow_selection(Connection& conn, const Selection& selection) {
+    const Route& route = conn.route->route;
+    switch (selection.kind) {
+    case Selection::Kind::Pool:
+        break;
+    case Selection::Kind::Member:
+        if (selection.member < route.members.size())
+            conn.preferred = static_cast<int>(selection.member);
+        break;
+    case Selection::Kind::Reject:
+        close(conn, CloseReason::Rejected);
+        return 0;
+    case Selection::Kind::Address:
+        // Only literals: looking a name up here would block the shard.
+        if (is_host_name(selection.address)) {
+            shard_.log.warn("route \"{}\": the selector chose {}, a host name; it must be an "
+                            "address literal; resetting the client",
+                            route.name, selection.address.to_string());
+            close(conn, CloseReason::LocalError);
+            return 0;
+        }
+        conn.chosen = resolve(selection.address);
+        conn.has_chosen = true;
+        return connect_to(conn, conn.chosen, selection.address.to_string(),
+                          route.pool.connect_timeout);
+    }
+    return connect_next(conn);
+}
+
+void Connections::report_close(const Connection& conn) {
+    using std::chrono::duration_cast;
+    using std::chrono::microseconds;
+    ConnectionRecord record;
+    record.info = {conn.id, shard_.shard_index, conn.route->route.name, conn.client_address,
+                   conn.local_address};
+    bool connected = conn.connected_at.time_since_epoch().count() != 0;
+    record.upstream = conn.upstream_address;
+    record.bytes_to_upstream = conn.bytes[static_cast<int>(Side::ToUpstream)];
+    record.bytes_to_client = conn.bytes[static_cast<int>(Side::ToClient)];
+    if (connected)
+        record.connect_time = duration_cast<microseconds>(conn.connected_at - conn.opened_at);
+    record.duration = duration_cast<microseconds>(shard_.now - conn.opened_at);
+    record.reason = conn.close_reason;
+    record.error = -conn.close_error;
+    shard_.config.observer->on_close(record);
 }
 
 int Connections::connect_next(Connection& conn) {
     ShardRoute& r = *conn.route;
     r.refresh_health();
-    std::optional<std::size_t> member = r.pool.choose(conn.client_hash, conn.tried, shard_.now);
+    std::optional<std::size_t> member;
+    if (conn.preferred >= 0 && conn.tried.empty())
+        member = static_cast<std::size_t>(conn.preferred); // the selector's choice
+    else
+        member = r.pool.choose(conn.client_hash, conn.tried, shard_.now);
     if (!member) {
         if (conn.tried.empty()) {
             if (upstream_failure_log_.allow(LogThrottle::Clock::now()))
@@ -68,26 +142,31 @@ int Connections::connect_next(Connection& conn) {
     // least-active, or a burst of clients would all pick the same member.
     r.pool.opened(*member);
     conn.member_counted = true;
-    conn.upstream = open_stream_socket(target.address);
-    if (!conn.upstream) {
-        int err = errno;
-        bump(shard_.io.counters().upstream_failures);
-        if (upstream_failure_log_.allow(LogThrottle::Clock::now()))
-            shard_.log.warn("cannot open a socket to upstream {} ({}); resetting client {}{}",
-                            target.name, std::strerror(err), peer_name(conn.client.get()),
-                            suppressed_note(upstream_failure_log_.suppressed()));
-        close(conn, CloseReason::LocalError);
-        return err;
-    }
-    if (target.address.family() != AF_UNIX)
-        set_no_delay(conn.upstream.get());
     // Each attempt gets the pool's connect timeout, cut to what is left of the deadline.
     auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(conn.connect_deadline - shard_.now);
     auto limit = std::clamp(left, std::chrono::milliseconds{1}, r.route.pool.connect_timeout);
+    return connect_to(conn, target.address, target.name, limit);
+}
+
+int Connections::connect_to(Connection& conn, const SocketAddress& address, const std::string& name,
+                            std::chrono::milliseconds limit) {
+    conn.upstream = open_stream_socket(address);
+    if (!conn.upstream) {
+        int err = errno;
+        bump(shard_.io.counters().upstream_failures);
+        if (upstream_failure_log_.allow(LogThrottle::Clock::now()))
+            shard_.log.warn("cannot open a socket to upstream {} ({}); resetting client {}{}", name,
+                            std::strerror(err), peer_name(conn.client.get()),
+                            suppressed_note(upstream_failure_log_.suppressed()));
+        close(conn, CloseReason::LocalError);
+        return err;
+    }
+    if (address.family() != AF_UNIX)
+        set_no_delay(conn.upstream.get());
     shard_.io.connect_with_timeout(conn.in_flight, conn.tag(Op::Connect),
-                                   conn.tag(Op::ConnectTimeout), conn.upstream.get(),
-                                   target.address, limit);
+                                   conn.tag(Op::ConnectTimeout), conn.upstream.get(), address,
+                                   limit);
     return 0;
 }
 
@@ -107,6 +186,9 @@ void Connections::on_completion(const OpTag& t, const uring::Completion& c) {
     case Op::ConnectTimeout:
     case Op::Cancel:
         break;
+    case Op::Preamble:
+        on_preamble_sent(conn, c.result);
+        break;
     default:
         handle(conn, t.side, directions_.on_completion(conn, t.side, t.op, c));
     }
@@ -121,34 +203,79 @@ void Connections::on_connected(Connection& conn, int result) {
         return;
     }
     ShardRoute& r = *conn.route;
-    auto m = static_cast<std::size_t>(conn.member);
-    if (r.pool.connect_succeeded(m))
-        shard_.log.info("route \"{}\": upstream {} is up again", r.route.name,
-                        r.route.members[m].name);
+    if (conn.member >= 0) {
+        auto m = static_cast<std::size_t>(conn.member);
+        if (r.pool.connect_succeeded(m))
+            shard_.log.info("route \"{}\": upstream {} is up again", r.route.name,
+                            r.route.members[m].name);
+    }
+    start_forwarding(conn);
+}
+
+void Connections::start_forwarding(Connection& conn) {
     conn.phase = Phase::Forwarding;
-    conn.last_active = shard_.now;
+    conn.connected_at = conn.last_active = shard_.now;
+    if (shard_.config.observer)
+        conn.upstream_address = peer_endpoint(conn.upstream.get());
     conn.dir(Side::ToUpstream).src = conn.client.get();
     conn.dir(Side::ToUpstream).dst = conn.upstream.get();
     conn.dir(Side::ToClient).src = conn.upstream.get();
     conn.dir(Side::ToClient).dst = conn.client.get();
+    if (!conn.preamble.empty()) {
+        // What the client sent before the hand-over goes first; the client's next
+        // bytes wait in its socket until then, so nothing is reordered.
+        send_preamble(conn);
+        handle(conn, Side::ToClient, directions_.start(conn, Side::ToClient));
+        return;
+    }
     for (Side side : kBothSides)
         handle(conn, side, directions_.start(conn, side));
 }
 
+void Connections::send_preamble(Connection& conn) {
+    shard_.io.send(conn.in_flight, conn.tag(Op::Preamble), conn.upstream.get(),
+                   conn.preamble.data() + conn.preamble_sent,
+                   conn.preamble.size() - conn.preamble_sent, MSG_NOSIGNAL);
+}
+
+void Connections::on_preamble_sent(Connection& conn, int result) {
+    if (conn.phase == Phase::Closing)
+        return;
+    if (result <= 0) {
+        handle(conn, Side::ToUpstream,
+               Outcome::failed(CloseReason::UpstreamReset, "writing", "upstream",
+                               result == 0 ? -EPIPE : result));
+        return;
+    }
+    conn.preamble_sent += static_cast<std::size_t>(result);
+    conn.bytes[static_cast<int>(Side::ToUpstream)] += static_cast<uint64_t>(result);
+    bump(shard_.io.counters().bytes_to_upstream, static_cast<uint64_t>(result));
+    if (conn.preamble_sent < conn.preamble.size()) {
+        send_preamble(conn);
+        return;
+    }
+    conn.preamble = {}; // its memory goes now, not with the connection
+    handle(conn, Side::ToUpstream, directions_.start(conn, Side::ToUpstream));
+}
+
 void Connections::connect_failed(Connection& conn, int result) {
     ShardRoute& r = *conn.route;
-    auto m = static_cast<std::size_t>(conn.member);
     bump(shard_.io.counters().upstream_failures);
-    r.pool.closed(m);
-    conn.member_counted = false;
     // The linked timeout cancels a connect that outlives it: -ECANCELED.
     conn.last_error = result;
     bool timed_out = result == -ECANCELED || result == -ETIMEDOUT;
     conn.last_failure = timed_out ? CloseReason::ConnectTimeout : CloseReason::Refused;
+    conn.upstream.reset(); // the connect has completed: the kernel holds it no more
+    if (conn.member < 0) { // the selector's own address: no pool, no failover
+        give_up(conn);
+        return;
+    }
+    auto m = static_cast<std::size_t>(conn.member);
+    r.pool.closed(m);
+    conn.member_counted = false;
     if (r.pool.connect_failed(m, shard_.now))
         shard_.log.warn("route \"{}\": upstream {} is down ({})", r.route.name,
                         r.route.members[m].name, failure_text(conn));
-    conn.upstream.reset(); // the connect has completed: the kernel holds it no more
     bool retries_left = conn.tried.size() <= r.route.pool.retries;
     if (retries_left && shard_.now < conn.connect_deadline)
         connect_next(conn);
@@ -164,6 +291,7 @@ std::string Connections::failure_text(const Connection& conn) const {
 }
 
 void Connections::give_up(Connection& conn) {
+    conn.close_error = conn.last_error == -ECANCELED ? -ETIMEDOUT : conn.last_error;
     if (upstream_failure_log_.allow(LogThrottle::Clock::now()))
         shard_.log.warn("route \"{}\": upstream {}: {}; resetting client {}{}",
                         conn.route->route.name, tried_names(conn), failure_text(conn),
@@ -174,6 +302,8 @@ void Connections::give_up(Connection& conn) {
 
 std::string Connections::tried_names(const Connection& conn) const {
     const Route& route = conn.route->route;
+    if (conn.has_chosen)
+        return to_endpoint(conn.chosen).to_string();
     std::string out;
     for (std::size_t m = 0; m < route.members.size(); ++m)
         if (conn.tried.contains(m))
@@ -192,6 +322,8 @@ void Connections::handle(Connection& conn, Side side, const Outcome& outcome) {
             directions_.watch_source(conn, side);
         return;
     case Outcome::Kind::Failed:
+        if (conn.phase != Phase::Closing)
+            conn.close_error = outcome.error;
         if (conn.phase != Phase::Closing)
             shard_.log.debug("connection {}: closing with reset ({}): {} {}{}{}", conn.slot,
                              to_string(outcome.reason), outcome.action, outcome.peer,
@@ -238,6 +370,8 @@ void Connections::finalize(Connection& conn) {
             if (fd->valid())
                 set_reset_on_close(fd->get());
     }
+    if (shard_.config.observer)
+        report_close(conn);
     ShardRoute& r = *conn.route;
     if (conn.member_counted)
         r.pool.closed(static_cast<std::size_t>(conn.member));

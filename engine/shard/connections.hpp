@@ -11,6 +11,7 @@
 #include "shard/shard_route.hpp"
 #include "support/log_throttle.hpp"
 
+#include <cstddef>
 #include <functional>
 #include <vector>
 
@@ -25,7 +26,11 @@ public:
     // A client of `route` was accepted: connect it to a member of the route's pool.
     // Returns 0, or the errno when no socket could be had for the upstream; the client
     // is then reset, and for a shortage of fds the caller pauses accepting.
-    int open(int client_fd, bool client_is_tcp, ShardRoute& route);
+    // `preamble`: bytes the client sent before the engine took it (Engine::forward),
+    // sent to the upstream first. `upstream_fd`: a connected upstream of the caller's
+    // (Engine::forward_pair): no member is chosen and nothing connected.
+    int open(int client_fd, bool client_is_tcp, ShardRoute& route,
+             std::vector<std::byte> preamble = {}, int upstream_fd = -1);
 
     // A completion of one of a connection's operations (slot != kShardSlot).
     void on_completion(const OpTag& tag, const uring::Completion& c);
@@ -48,6 +53,17 @@ private:
     // is left. Returns an errno as open() does.
     int connect_next(Connection& conn);
     void on_connected(Connection& conn, int result);
+    void start_forwarding(Connection& conn);
+    void on_preamble_sent(Connection& conn, int result);
+    void send_preamble(Connection& conn);
+    // What the observer and the selector see (observer.hpp).
+    ConnectionInfo info_of(const Connection& conn) const;
+    void report_close(const Connection& conn);
+    // The route's selector decided: connect accordingly. Returns as open() does.
+    int follow_selection(Connection& conn, const Selection& selection);
+    // One connect attempt to `address` (`name` for log lines) within `limit`.
+    int connect_to(Connection& conn, const SocketAddress& address, const std::string& name,
+                   std::chrono::milliseconds limit);
     void connect_failed(Connection& conn, int result);
     // Every member the connection may try has failed: log it and reset the client.
     void give_up(Connection& conn);
@@ -64,6 +80,7 @@ private:
     std::function<void(ShardRoute&)> room_;
     Directions directions_;
     ConnectionTable table_;
+    uint64_t opened_ = 0; // connections opened: the low bits of their ids
     LogThrottle upstream_failure_log_;
 };
 

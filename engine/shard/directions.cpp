@@ -110,6 +110,7 @@ void Directions::count_bytes(Connection& conn, Side side, int moved) {
     if (moved <= 0)
         return;
     conn.last_active = shard_.now;
+    conn.bytes[static_cast<int>(side)] += static_cast<uint64_t>(moved);
     ShardCounters& counters = shard_.io.counters();
     bump(side == Side::ToUpstream ? counters.bytes_to_upstream : counters.bytes_to_client,
          static_cast<uint64_t>(moved));

@@ -40,6 +40,7 @@ enum class Op : uint8_t {
     // Connection operations (slot = the connection's).
     Connect,
     ConnectTimeout,
+    Preamble, // bytes read before a hand-over, sent to the upstream first
     PollIn,
     PollOut,
     SpliceIn,   // socket -> pipe

@@ -27,7 +27,9 @@ Shard::Shard(ShardSetup setup, Logger logger)
         throw std::runtime_error(fmt::format("eventfd: {}", std::strerror(errno)));
 }
 
-Shard::~Shard() = default;
+Shard::~Shard() {
+    refuse_handoffs(); // a shard that never ran still owns what was handed to it
+}
 
 void Shard::request_stop(std::chrono::milliseconds drain) {
     drain_ms_.store(drain.count(), std::memory_order_release);
@@ -72,7 +74,7 @@ void Shard::setup() {
     pool_ = std::make_unique<pipes::PipePool>(config_.max_pipes, config_.pipe_size);
     setup_buffers();
     context_ = std::make_unique<ShardContext>(
-        ShardContext{*io_, *pool_, buffers_.get(), data_path_, config_, log_});
+        ShardContext{*io_, *pool_, buffers_.get(), data_path_, config_, log_, setup_.index});
     for (const Route& route : setup_.routes->routes)
         routes_.push_back(std::make_unique<ShardRoute>(route, setup_.routes, setup_.shards));
     plan_idle_sweep();
@@ -255,12 +257,16 @@ void Shard::on_listener_op(const OpTag& t, const uring::Completion& c) {
 
 void Shard::open_connection(Listener& listener, int client_fd) {
     ShardRoute& route = *routes_[listener.route()];
+    admit(route, {client_fd, listener.is_tcp(), {}, -1});
+}
+
+void Shard::admit(ShardRoute& route, WaitingClient client) {
     if (route.full() || !route.waiting.empty()) {
         // At the route's limit: the client waits, holding nothing but its socket, and
         // the route's listeners stop taking more (those wait in the backlog).
-        route.waiting.push_back({client_fd, listener.is_tcp()});
+        route.waiting.push_back(std::move(client));
     } else {
-        admit(route, client_fd, listener.is_tcp());
+        open(route, std::move(client));
     }
     if (route.full() && !route.held) {
         route.held = true;
@@ -268,8 +274,9 @@ void Shard::open_connection(Listener& listener, int client_fd) {
     }
 }
 
-void Shard::admit(ShardRoute& route, int client_fd, bool is_tcp) {
-    int err = connections_->open(client_fd, is_tcp, route);
+void Shard::open(ShardRoute& route, WaitingClient client) {
+    int err = connections_->open(client.fd, client.is_tcp, route, std::move(client.preamble),
+                                 client.upstream_fd);
     if (err == 0) {
         for (auto& each : listeners_)
             each->shortage_over();
@@ -285,9 +292,9 @@ void Shard::on_room(ShardRoute& route) {
     if (stopping_)
         return;
     while (!route.full() && !route.waiting.empty()) {
-        WaitingClient next = route.waiting.front();
+        WaitingClient next = std::move(route.waiting.front());
         route.waiting.pop_front();
-        admit(route, next.fd, next.is_tcp);
+        open(route, std::move(next));
     }
     if (route.held && !route.full()) {
         route.held = false;
@@ -310,6 +317,7 @@ void Shard::on_wake(int result) {
     uint64_t value = 0;
     [[maybe_unused]] ssize_t n = ::read(wake_fd_.get(), &value, sizeof(value));
     take_change();
+    take_handoffs();
     if (stop_requested_.load(std::memory_order_acquire))
         stop_now();
     // Listen for a further request (a change, a second SIGTERM shortening the drain).
@@ -338,12 +346,17 @@ void Shard::begin_stop() {
     for (auto& listener : listeners_)
         listener->stop();
     connections_->directions().stop();
+    refuse_handoffs();
     // Clients still waiting for room are refused: the engine takes no new connection.
     for (auto* routes : {&routes_, &retired_routes_}) {
         for (auto& route : *routes) {
             for (const WaitingClient& client : route->waiting) {
-                set_reset_on_close(client.fd);
-                ::close(client.fd);
+                for (int fd : {client.fd, client.upstream_fd}) {
+                    if (fd >= 0) {
+                        set_reset_on_close(fd);
+                        ::close(fd);
+                    }
+                }
             }
             route->waiting.clear();
         }

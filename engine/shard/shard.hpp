@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -48,6 +49,14 @@ struct ShardChange {
     std::vector<ListenerSetup> new_listeners;
 };
 
+// A connection the application hands over (Engine::forward, forward_pair).
+struct Handoff {
+    int client_fd = -1;
+    int upstream_fd = -1; // forward_pair: connected by the application
+    std::string route;
+    std::vector<std::byte> preamble; // read from the client before the hand-over
+};
+
 class Shard {
 public:
     Shard(ShardSetup setup, Logger logger);
@@ -68,6 +77,10 @@ public:
     // new routes at once; open ones keep their route and member until they end.
     std::string apply_change(ShardChange change);
 
+    // Thread-safe: queues a connection for this shard, which owns its fds from then
+    // on. False, with nothing taken, once the shard is stopping.
+    bool hand_over(Handoff handoff);
+
     const ShardCounters& counters() const { return counters_; }
     // True once run() has returned (or never got past setup).
     bool finished() const { return finished_.load(std::memory_order_acquire); }
@@ -87,7 +100,11 @@ private:
     void dispatch(const uring::Completion& c);
     void on_listener_op(const OpTag& tag, const uring::Completion& c);
     void open_connection(Listener& listener, int client_fd);
-    void admit(ShardRoute& route, int client_fd, bool is_tcp);
+    // A client of `route`: opened now, or queued while the route is at its limit.
+    void admit(ShardRoute& route, WaitingClient client);
+    void open(ShardRoute& route, WaitingClient client);
+    void take_handoffs();
+    void refuse_handoffs();
     void on_room(ShardRoute& route);
     // Calls f for each listener of `route` (none once the route is retired).
     template <typename F> void for_listeners_of(const ShardRoute& route, F&& f) {
@@ -143,6 +160,10 @@ private:
     std::mutex change_mu_;
     std::optional<ShardChange> change_;
     std::promise<std::string> change_done_;
+    // Connections handed over by the application, taken when the eventfd fires.
+    std::mutex handoff_mu_;
+    std::vector<Handoff> handoffs_;
+    bool handoffs_closed_ = false;
     std::atomic<bool> finished_{false};
 };
 

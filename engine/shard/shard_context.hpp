@@ -19,6 +19,7 @@ struct ShardContext {
     DataPath data_path;              // what the shard really does (config or fallback)
     const EngineConfig& config;
     const Logger& log;
+    int shard_index = 0;
     // The time of the batch of completions being handled: read once per batch.
     std::chrono::steady_clock::time_point now{};
 };

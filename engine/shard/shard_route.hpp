@@ -18,6 +18,8 @@ namespace uringfwd::engine {
 struct WaitingClient {
     int fd;
     bool is_tcp;
+    std::vector<std::byte> preamble; // handed-over clients (Engine::forward)
+    int upstream_fd = -1;            // Engine::forward_pair
 };
 
 struct ShardRoute {

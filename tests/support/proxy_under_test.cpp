@@ -32,6 +32,7 @@ ProxyUnderTest::ProxyUnderTest(std::vector<RouteConfig> routes, ProxyOptions opt
 
 void ProxyUnderTest::start(EngineConfig config, const ProxyOptions& options) {
     config.shards = options.shards;
+    config.observer = options.observer;
     config.max_pipes = options.max_pipes;
     config.pipe_size = options.pipe_size;
     config.log_level = options.log_level;

@@ -24,6 +24,7 @@ struct ProxyOptions {
     unsigned copy_buffers = 0; // 0: the engine's default
     std::chrono::microseconds busy_poll{0};
     std::size_t shards = 0; // 0: the engine's default (one per CPU)
+    std::shared_ptr<ConnectionObserver> observer;
     // Quiet by default; the captured lines are printed when a test fails.
     LogLevel log_level = LogLevel::Warn;
 };

@@ -17,6 +17,7 @@
     R(arg, Refused, refused, "the upstream refused the connection or was unreachable")             \
     R(arg, ConnectTimeout, connect_timeout, "the upstream did not accept within connect_timeout")  \
     R(arg, NoUpstream, no_upstream, "no member of the route's pool was up and had room")           \
+    R(arg, Rejected, rejected, "the route's selector rejected the client")                         \
     R(arg, IdleTimeout, idle_timeout, "no byte in either direction for the route's idle_timeout")  \
     R(arg, DrainTimeout, drain_timeout, "still open when the drain after stop() ran out")          \
     R(arg, Stopped, stopped, "reset by a stop without drain")                                      \

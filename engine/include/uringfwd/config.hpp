@@ -3,10 +3,12 @@
 
 #include "uringfwd/endpoint.hpp"
 #include "uringfwd/log.hpp"
+#include "uringfwd/observer.hpp"
 #include "uringfwd/route.hpp"
 
 #include <chrono>
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -86,6 +88,10 @@ struct EngineConfig {
 
     // io_uring submission queue entries per shard.
     unsigned ring_entries = 4096;
+
+    // Sees every connection open and close (see observer.hpp); null: nobody, and the
+    // engine then spends nothing on it.
+    std::shared_ptr<ConnectionObserver> observer;
 
     LogLevel log_level = LogLevel::Info;
     LogSink log_sink; // empty = stderr

@@ -5,11 +5,14 @@
 #include "uringfwd/stats.hpp"
 
 #include <chrono>
+#include <cstddef>
 #include <memory>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 namespace uringfwd {
@@ -79,6 +82,25 @@ public:
     // bound, removed ones closed (their connections go on, as on stop()). Thread-safe;
     // returns once every shard has switched. Engine-wide settings are not changed.
     ReloadResult reconfigure(EngineConfig config);
+    // The same for one route's pool: members, weights, policy, health, timeouts.
+    // errors names an unknown route.
+    ReloadResult update_pool(std::string_view route, UpstreamPool pool);
+
+    // Hands over a client the application accepted itself, perhaps after reading a
+    // preamble from it (a header, an authentication line, a peeked TLS ClientHello):
+    // the shard of the calling CPU (else the least busy one) connects an upstream of
+    // `route` as for its own listeners and sends `already_read` to it before anything
+    // else the client sends. Thread-safe, from any thread. On success the engine owns
+    // client_fd (it is made non-blocking and closed by the engine); on error the
+    // caller keeps it. Errors: std::errc::invalid_argument (no route of that name),
+    // std::errc::bad_file_descriptor (not an open socket), std::errc::operation_canceled
+    // (the engine is stopping).
+    std::error_code forward(int client_fd, std::string_view route,
+                            std::span<const std::byte> already_read = {});
+    // The same for a pair the application connected itself: no pool member is chosen;
+    // the route's limits, idle timeout, counters and observer still apply. On success
+    // the engine owns both fds.
+    std::error_code forward_pair(int client_fd, int upstream_fd, std::string_view route);
 
     // Counters summed over shards, and per shard. Cheap enough to poll every second.
     EngineStats stats() const;

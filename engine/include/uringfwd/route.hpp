@@ -4,9 +4,11 @@
 #pragma once
 
 #include "uringfwd/endpoint.hpp"
+#include "uringfwd/observer.hpp"
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -78,6 +80,33 @@ struct UpstreamPool {
     std::chrono::milliseconds resolve_interval{0};
 };
 
+// What a route's selector decided for one new connection.
+struct Selection {
+    enum class Kind {
+        Pool,    // let the pool's balancing policy choose (as without a selector)
+        Member,  // this member of the pool (index into pool.members) first; its
+                 // failover, if the connect fails, goes by the pool's policy
+        Address, // an upstream outside the pool: an address literal (an IP or a Unix
+                 // path; a host name would need a lookup, which may block), no failover
+        Reject,  // reset the client (counted as closed_rejected)
+    };
+    Kind kind = Kind::Pool;
+    std::size_t member = 0;
+    Endpoint address;
+
+    static Selection pool() { return {}; }
+    static Selection of_member(std::size_t m) { return {Kind::Member, m, {}}; }
+    static Selection of_address(Endpoint e) { return {Kind::Address, 0, std::move(e)}; }
+    static Selection reject() { return {Kind::Reject, 0, {}}; }
+};
+
+// Chooses the upstream of each new connection of a route. Called on the shard thread
+// that serves it, before anything is connected, with the connection's id, shard,
+// route and addresses: it must not block (no lookups, no locks held for long, no I/O)
+// and may be called by several shard threads at once, so what it reads must be
+// thread-safe. It sees a ConnectionInfo whose route view is valid during the call only.
+using UpstreamSelector = std::function<Selection(const ConnectionInfo&)>;
+
 struct RouteConfig {
     std::string name;
     std::vector<Endpoint> listen; // TCP v4/v6 and Unix; every shard serves each
@@ -88,6 +117,8 @@ struct RouteConfig {
     std::size_t max_connections = 0;
     // No byte in either direction for this long closes both sides with FIN. 0: never.
     std::chrono::milliseconds idle_timeout{0};
+    // Empty: the pool's balancing policy chooses every upstream.
+    UpstreamSelector selector;
 };
 
 } // namespace uringfwd

@@ -1,0 +1,66 @@
+// Engine::forward and forward_pair: connections the application accepted itself, handed
+// to a shard through a queue and the shard's eventfd.
+#include "api/engine_impl.hpp"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/socket.h>
+
+namespace uringfwd {
+
+namespace {
+
+// The engine's sockets are all non-blocking (docs/kernel.md §2.1): a splice from a
+// blocking socket would park an io-wq worker.
+bool make_nonblocking_socket(int fd) {
+    int type = 0;
+    socklen_t len = sizeof(type);
+    if (fd < 0 || ::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM)
+        return false;
+    int flags = ::fcntl(fd, F_GETFL);
+    return flags >= 0 && ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0;
+}
+
+} // namespace
+
+std::error_code Engine::Impl::hand_over(int client_fd, int upstream_fd, std::string_view route,
+                                        std::span<const std::byte> already_read) {
+    if (stopping_.load())
+        return std::make_error_code(std::errc::operation_canceled);
+    {
+        std::lock_guard lock(plan_mu_);
+        bool known = false;
+        for (const engine::Route& each : routes_->routes)
+            known |= each.name == route;
+        if (!known)
+            return std::make_error_code(std::errc::invalid_argument);
+    }
+    if (!make_nonblocking_socket(client_fd) ||
+        (upstream_fd >= 0 && !make_nonblocking_socket(upstream_fd)))
+        return std::make_error_code(std::errc::bad_file_descriptor);
+
+    // The shard of this CPU keeps the connection's memory and wake-ups on the CPU (so
+    // the NUMA node) of the thread that accepted it; else the one with fewest open.
+    engine::Shard* target = nullptr;
+    int cpu = ::sched_getcpu();
+    for (const auto& shard : shards_)
+        if (shard->cpu() == cpu)
+            target = shard.get();
+    if (target == nullptr) {
+        uint64_t fewest = UINT64_MAX;
+        for (const auto& shard : shards_) {
+            uint64_t open = shard->counters().active.load(std::memory_order_relaxed);
+            if (open < fewest) {
+                fewest = open;
+                target = shard.get();
+            }
+        }
+    }
+    engine::Handoff handoff{client_fd, upstream_fd, std::string(route),
+                            std::vector<std::byte>(already_read.begin(), already_read.end())};
+    if (!target->hand_over(std::move(handoff)))
+        return std::make_error_code(std::errc::operation_canceled);
+    return {};
+}
+
+} // namespace uringfwd

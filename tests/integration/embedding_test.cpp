@@ -1,0 +1,245 @@
+// The embedding API over real sockets: an observer sees every connection open and
+// close with exact byte counts and the right reason; Engine::forward takes over a
+// client the application accepted, replaying what it already read first;
+// forward_pair takes a pair the application connected; and what the engine cannot
+// take is refused with the documented error while the caller keeps its fd.
+#include "tests/support/echo_server.hpp"
+#include "tests/support/named_server.hpp"
+#include "tests/support/proc_stats.hpp"
+#include "tests/support/proxy_under_test.hpp"
+#include "tests/support/socket_io.hpp"
+#include "tests/support/sockets.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace uringfwd::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+class Recorder : public ConnectionObserver {
+public:
+    void on_open(const ConnectionInfo& info) override {
+        std::lock_guard lock(mu_);
+        opened_.push_back(info);
+        opened_.back().route = {}; // only valid during the call
+    }
+    void on_close(const ConnectionRecord& record) override {
+        std::lock_guard lock(mu_);
+        closed_.push_back(record);
+        closed_.back().info.route = {};
+    }
+    std::vector<ConnectionRecord> closed() const {
+        std::lock_guard lock(mu_);
+        return closed_;
+    }
+    std::size_t opened() const {
+        std::lock_guard lock(mu_);
+        return opened_.size();
+    }
+
+private:
+    mutable std::mutex mu_;
+    std::vector<ConnectionInfo> opened_;
+    std::vector<ConnectionRecord> closed_;
+};
+
+RouteConfig route(std::string name, const Endpoint& upstream) {
+    RouteConfig r;
+    r.name = std::move(name);
+    r.listen = {loopback_any_port()};
+    r.pool.members = {UpstreamMember{upstream}};
+    r.pool.connect_timeout = 300ms;
+    return r;
+}
+
+// The single record once `n` connections have closed.
+ConnectionRecord wait_record(const Recorder& recorder, std::size_t n = 1) {
+    EXPECT_TRUE(eventually([&] { return recorder.closed().size() >= n; }, Deadline{5s}));
+    auto closed = recorder.closed();
+    return closed.empty() ? ConnectionRecord{} : closed.back();
+}
+
+std::span<const std::byte> bytes_of(const std::string& text) {
+    return {reinterpret_cast<const std::byte*>(text.data()), text.size()};
+}
+
+std::string read_exactly(int fd, std::size_t n) {
+    std::string out(n, '\0');
+    std::span<std::byte> span{reinterpret_cast<std::byte*>(out.data()), n};
+    EXPECT_EQ(recv_all(fd, span, Deadline{5s}).status, IoStatus::Ok);
+    return out;
+}
+
+TEST(Embedding, ObserverRecordsExactBytesAndACleanClose) {
+    auto recorder = std::make_shared<Recorder>();
+    EchoServer echo;
+    ProxyOptions options;
+    options.observer = recorder;
+    ProxyUnderTest proxy{{route("web", echo.endpoint())}, options};
+    UniqueFd client = connect_to(proxy.endpoint());
+    const std::string payload(100000, 'x');
+    ASSERT_EQ(send_all(client.get(), bytes_of(payload), Deadline{5s}).status, IoStatus::Ok);
+    EXPECT_EQ(read_exactly(client.get(), payload.size()), payload);
+    shutdown_write(client.get());
+    EXPECT_EQ(recv_until_eof(client.get(), Deadline{5s}).status, IoStatus::Eof);
+
+    const ConnectionRecord r = wait_record(*recorder);
+    EXPECT_EQ(recorder->opened(), 1u);
+    EXPECT_EQ(r.reason, CloseReason::Clean);
+    EXPECT_EQ(r.error, 0);
+    EXPECT_EQ(r.bytes_to_upstream, payload.size());
+    EXPECT_EQ(r.bytes_to_client, payload.size());
+    EXPECT_EQ(r.upstream, echo.endpoint());
+    EXPECT_EQ(r.info.local, proxy.endpoint());
+    EXPECT_EQ(r.info.client.host, "127.0.0.1");
+    EXPECT_GT(r.connect_time.count(), 0);
+    EXPECT_GE(r.duration, r.connect_time);
+}
+
+TEST(Embedding, ObserverGetsTheCloseReasonAndErrno) {
+    auto recorder = std::make_shared<Recorder>();
+    const ReservedPort refusing = reserve_refusing_port();
+    EchoServer echo;
+    RouteConfig idle = route("idle", echo.endpoint());
+    idle.idle_timeout = 200ms;
+    ProxyOptions options;
+    options.observer = recorder;
+    ProxyUnderTest proxy{{route("refused", refusing.endpoint), idle}, options};
+
+    UniqueFd refused;
+    if (try_connect(proxy.endpoint("refused"), 2000ms, refused) == 0)
+        recv_until_eof(refused.get(), Deadline{5s});
+    ConnectionRecord r = wait_record(*recorder, 1);
+    EXPECT_EQ(r.reason, CloseReason::Refused);
+    EXPECT_EQ(r.error, ECONNREFUSED);
+    EXPECT_EQ(r.upstream, Endpoint{});
+
+    UniqueFd quiet = connect_to(proxy.endpoint("idle"));
+    EXPECT_EQ(recv_until_eof(quiet.get(), Deadline{5s}).status, IoStatus::Eof);
+    r = wait_record(*recorder, 2);
+    EXPECT_EQ(r.reason, CloseReason::IdleTimeout);
+
+    UniqueFd reset = connect_to(proxy.endpoint("idle"));
+    ASSERT_EQ(send_text(reset.get(), "abc", Deadline{5s}).status, IoStatus::Ok);
+    EXPECT_EQ(read_exactly(reset.get(), 3), "abc");
+    abortive_close(reset);
+    r = wait_record(*recorder, 3);
+    EXPECT_EQ(r.reason, CloseReason::ClientReset);
+    EXPECT_EQ(r.bytes_to_upstream, 3u);
+}
+
+// The application's side of a hand-over: accept on its own socket, read the client's
+// first line, and pass the client with whatever came after that line.
+struct Gateway {
+    Listener listener = listen_loopback(Family::Inet4);
+    UniqueFd accept_client() { return accept_one(listener.fd(), Deadline{5s}); }
+};
+
+TEST(Embedding, ForwardSendsWhatWasAlreadyReadFirst) {
+    EchoServer echo;
+    ProxyUnderTest proxy{{route("web", echo.endpoint())}};
+    Gateway gateway;
+    UniqueFd client = connect_to(gateway.listener.endpoint());
+    ASSERT_EQ(send_text(client.get(), "ROUTE web\nfirst-", Deadline{5s}).status, IoStatus::Ok);
+    UniqueFd accepted = gateway.accept_client();
+    std::string got = read_exactly(accepted.get(), std::strlen("ROUTE web\nfirst-"));
+    ASSERT_EQ(got.substr(0, 10), "ROUTE web\n");
+    const std::string already = got.substr(10);
+    ASSERT_FALSE(proxy.engine().forward(accepted.get(), "web", bytes_of(already)));
+    (void)accepted.release(); // the engine owns it now
+    ASSERT_EQ(send_text(client.get(), "second", Deadline{5s}).status, IoStatus::Ok);
+    EXPECT_EQ(read_exactly(client.get(), std::strlen("first-second")), "first-second");
+    EXPECT_EQ(proxy.stats().bytes_to_upstream, std::strlen("first-second"));
+}
+
+TEST(Embedding, ForwardPairJoinsTwoSocketsTheApplicationConnected) {
+    NamedServer upstream{'u'};
+    ProxyUnderTest proxy{{route("web", loopback_any_port())}};
+    Gateway gateway;
+    UniqueFd client = connect_to(gateway.listener.endpoint());
+    UniqueFd accepted = gateway.accept_client();
+    UniqueFd mine = connect_to(upstream.endpoint());
+    ASSERT_FALSE(proxy.engine().forward_pair(accepted.get(), mine.get(), "web"));
+    (void)accepted.release();
+    (void)mine.release();
+    EXPECT_EQ(read_exactly(client.get(), 1), "u");
+    ASSERT_EQ(send_text(client.get(), "ping", Deadline{5s}).status, IoStatus::Ok);
+    EXPECT_EQ(read_exactly(client.get(), 4), "ping");
+}
+
+TEST(Embedding, WhatCannotBeTakenIsRefusedAndTheCallerKeepsIt) {
+    EchoServer echo;
+    ProxyUnderTest proxy{{route("web", echo.endpoint())}};
+    Gateway gateway;
+    UniqueFd client = connect_to(gateway.listener.endpoint());
+    UniqueFd accepted = gateway.accept_client();
+
+    EXPECT_EQ(proxy.engine().forward(accepted.get(), "nope"),
+              std::make_error_code(std::errc::invalid_argument));
+    EXPECT_EQ(proxy.engine().forward(-1, "web"),
+              std::make_error_code(std::errc::bad_file_descriptor));
+    proxy.engine().stop(0ms);
+    EXPECT_EQ(proxy.engine().forward(accepted.get(), "web"),
+              std::make_error_code(std::errc::operation_canceled));
+    EXPECT_GE(::fcntl(accepted.get(), F_GETFD), 0) << "the caller's fd was closed";
+}
+
+TEST(Embedding, SelectorChoosesByClientAddressRejectsAndPointsOutsideThePool) {
+    NamedServer a{'a'};
+    NamedServer b{'b'};
+    NamedServer outside{'o'};
+    RouteConfig r = route("web", a.endpoint());
+    r.pool.members.push_back(UpstreamMember{b.endpoint()});
+    const Endpoint elsewhere = outside.endpoint();
+    r.selector = [elsewhere](const ConnectionInfo& info) {
+        if (info.client.host == "127.0.0.2")
+            return Selection::of_member(1);
+        if (info.client.host == "127.0.0.3")
+            return Selection::reject();
+        if (info.client.host == "127.0.0.4")
+            return Selection::of_address(elsewhere);
+        return Selection::of_member(0);
+    };
+    ProxyOptions options;
+    options.shards = 1;
+    ProxyUnderTest proxy{{r}, options};
+    for (int i = 0; i < 4; ++i) { // not round-robin: every time the same
+        EXPECT_EQ(name_through(proxy.endpoint(), Deadline{5s}, "127.0.0.1"), 'a');
+        EXPECT_EQ(name_through(proxy.endpoint(), Deadline{5s}, "127.0.0.2"), 'b');
+        EXPECT_EQ(name_through(proxy.endpoint(), Deadline{5s}, "127.0.0.4"), 'o');
+    }
+    EXPECT_EQ(name_through(proxy.endpoint(), Deadline{5s}, "127.0.0.3"), std::nullopt);
+    EXPECT_TRUE(eventually([&] { return proxy.stats().closed_rejected == 1; }, Deadline{5s}))
+        << proxy.stats().to_line();
+}
+
+TEST(Embedding, UpdatePoolWhileTrafficFlows) {
+    NamedServer a{'a'};
+    NamedServer b{'b'};
+    ProxyUnderTest proxy{{route("web", a.endpoint())}};
+    // A connection to `a` that stays open across the change, echoing.
+    UniqueFd held;
+    ASSERT_EQ(name_through(proxy.endpoint(), Deadline{5s}, {}, &held), 'a');
+    UpstreamPool pool;
+    pool.members = {UpstreamMember{b.endpoint()}};
+    const ReloadResult r = proxy.engine().update_pool("web", pool);
+    ASSERT_TRUE(r.applied) << (r.errors.empty() ? "" : r.errors.front());
+    EXPECT_EQ(name_through(proxy.endpoint(), Deadline{5s}), 'b');
+    ASSERT_EQ(send_text(held.get(), "still", Deadline{5s}).status, IoStatus::Ok);
+    EXPECT_EQ(read_exactly(held.get(), 5), "still");
+    EXPECT_FALSE(proxy.engine().update_pool("nope", pool).applied);
+}
+
+} // namespace
+} // namespace uringfwd::test
