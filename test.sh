@@ -2,9 +2,11 @@
 # Sets up and runs the whole test suite; the last line is "N passed, M failed".
 #   1. optimized build (debugoptimized): unit, integration (once per data path: auto,
 #      splice, copy) and hardening suites
-#   2. unit + integration (auto and copy) under AddressSanitizer + UndefinedBehaviorSanitizer
-#   3. the same under ThreadSanitizer (shards run on threads)
-#   4. a short libFuzzer run of every parser of outside input
+#   2. liburingfwd installed from step 1's build and used by a small program, through
+#      pkg-config (shared and static) and as a meson subproject (scripts/check-install.sh)
+#   3. unit + integration (auto and copy) under AddressSanitizer + UndefinedBehaviorSanitizer
+#   4. the same under ThreadSanitizer (shards run on threads)
+#   5. a short libFuzzer run of every parser of outside input
 # URING_FWD_QUICK=1 runs only step 1 (for a fast local loop).
 set -uo pipefail
 cd "$(dirname "$0")"
@@ -29,6 +31,9 @@ run_suites() { # build-dir "suites to run (empty: all)" [meson setup args...]
 
 run_suites build ""
 if [[ "${URING_FWD_QUICK:-0}" != 1 ]]; then
+  # One step, one result: its own output says which part failed.
+  echo "=== install"
+  if scripts/check-install.sh build; then results+=("install:ok"); else results+=("install:fail"); fi
   # Debian's gtest is not built with sanitizers; -Db_lundef=false lets the sanitizer
   # runtime resolve at load time as it expects. The sanitizer runs cover the unit and
   # integration suites (auto, which switches paths, and copy, which owns user-space

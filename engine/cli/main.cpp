@@ -5,6 +5,7 @@
 #include "cli/flags.hpp"
 #include "cli/route_summary.hpp"
 #include "uringfwd/config_file.hpp"
+#include "uringfwd/version.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -16,10 +17,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-
-#ifndef URING_FWD_VERSION
-#define URING_FWD_VERSION "unknown"
-#endif
 
 namespace {
 
@@ -102,7 +99,7 @@ void reload(uringfwd::Engine& engine, const CLI::App& app, const uringfwd::cli::
 
 int main(int argc, char** argv) {
     CLI::App app{"uring-fwd: forwards TCP and Unix stream connections with io_uring splice"};
-    app.set_version_flag("--version", std::string("uring-fwd ") + URING_FWD_VERSION);
+    app.set_version_flag("--version", "uring-fwd " + std::string(uringfwd::version()));
 
     uringfwd::cli::Flags flags;
     uringfwd::cli::add_flags(app, flags);
@@ -141,7 +138,7 @@ int main(int argc, char** argv) {
     long pipe_fds = static_cast<long>(config.max_pipes) * 2;
     long room = (static_cast<long>(fd_limit) - pipe_fds - 16) / 2;
     std::fprintf(stderr, "uring-fwd %s: %s; fd limit %llu (room for about %ld connections)\n",
-                 URING_FWD_VERSION, engine->describe().c_str(),
+                 std::string(uringfwd::version()).c_str(), engine->describe().c_str(),
                  static_cast<unsigned long long>(fd_limit), room > 0 ? room : 0);
 
     // The first SIGTERM/SIGINT stops accepting and lets connections drain; a second one

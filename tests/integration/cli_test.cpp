@@ -8,6 +8,7 @@
 #include "tests/support/sockets.hpp"
 #include "tests/support/temp_config_file.hpp"
 #include "tests/support/transfer_checks.hpp"
+#include "uringfwd/version.hpp"
 
 #include <gtest/gtest.h>
 
@@ -222,7 +223,8 @@ TEST(Cli, VersionPrintsAndExitsZero) {
     ASSERT_TRUE(status.has_value());
     EXPECT_TRUE(status->exited && status->code == 0) << status->describe();
     std::this_thread::sleep_for(50ms);
-    EXPECT_NE(proc.stdout_text().find("uring-fwd"), std::string::npos)
+    // The library's version (uringfwd::version()), the project's version in meson.build.
+    EXPECT_NE(proc.stdout_text().find("uring-fwd " URINGFWD_VERSION_STRING), std::string::npos)
         << "stdout: " << proc.stdout_text();
 }
 
