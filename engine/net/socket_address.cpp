@@ -77,6 +77,41 @@ SocketAddress resolve(const Endpoint& endpoint) {
     return resolve_inet(endpoint);
 }
 
+SocketAddress resolve_upstream(const Endpoint& endpoint) {
+    in_addr literal{};
+    if (endpoint.kind != Endpoint::Kind::Inet || endpoint.host.empty() ||
+        inet_pton(AF_INET, endpoint.host.c_str(), &literal) == 1)
+        return resolve(endpoint);
+    // A and AAAA. An IPv4 answer wins when there is one: getaddrinfo's RFC 6724 order
+    // puts ::1 before 127.0.0.1 for "localhost", and an upstream listening on IPv4
+    // only is the common case this engine served before; a name with AAAA records
+    // alone now works too.
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    int rc = getaddrinfo(endpoint.host.c_str(), nullptr, &hints, &found);
+    if (rc != 0 || found == nullptr)
+        throw std::runtime_error(fmt::format("cannot resolve {}: {}", endpoint.host,
+                                             rc != 0 ? gai_strerror(rc) : "no address"));
+    const addrinfo* best = found;
+    for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
+        if (a->ai_family == AF_INET) {
+            best = a;
+            break;
+        }
+    }
+    SocketAddress out;
+    std::memcpy(&out.storage, best->ai_addr, best->ai_addrlen);
+    out.length = static_cast<socklen_t>(best->ai_addrlen);
+    if (best->ai_family == AF_INET)
+        reinterpret_cast<sockaddr_in*>(&out.storage)->sin_port = htons(endpoint.port);
+    else
+        reinterpret_cast<sockaddr_in6*>(&out.storage)->sin6_port = htons(endpoint.port);
+    freeaddrinfo(found);
+    return out;
+}
+
 Endpoint to_endpoint(const SocketAddress& address) {
     Endpoint e;
     char text[INET6_ADDRSTRLEN] = {};

@@ -20,6 +20,10 @@ struct SocketAddress {
 // start-up, never on the data path. Throws std::runtime_error with a one-line message.
 SocketAddress resolve(const Endpoint& endpoint);
 
+// The same for an upstream: a host name is looked up for A and AAAA records, and an
+// IPv4 answer is taken when there is one (listen addresses stay IPv4 for a name).
+SocketAddress resolve_upstream(const Endpoint& endpoint);
+
 // The Endpoint a bound or connected address stands for (ports resolved).
 Endpoint to_endpoint(const SocketAddress& address);
 

@@ -84,7 +84,7 @@ bool NameRefresher::differs(const RouteTable& table) {
                 continue;
             SocketAddress now;
             try {
-                now = resolve(name);
+                now = resolve_upstream(name);
             } catch (const std::exception& e) {
                 if (failing_.insert(name.host).second)
                     log_.warn("route \"{}\": {}; keeping the last answer", route.name, e.what());

@@ -34,7 +34,7 @@ std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config) {
             route.listen.push_back(resolve(e));
         for (const UpstreamMember& m : rc.pool.members) {
             try {
-                route.members.push_back({resolve(m.address), m.address.to_string()});
+                route.members.push_back({resolve_upstream(m.address), m.address.to_string()});
             } catch (const std::exception& e) {
                 throw std::runtime_error(fmt::format("route \"{}\": {}", rc.name, e.what()));
             }

@@ -5,6 +5,7 @@
 #include "tests/support/named_server.hpp"
 #include "tests/support/proc_stats.hpp"
 #include "tests/support/proxy_under_test.hpp"
+#include "tests/support/sockets.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -35,8 +36,8 @@ public:
             original_ += '\n';
     }
     ~HostsEntry() { std::ofstream(kHosts, std::ios::trunc) << original_; }
-    void point_at(const std::string& ip) const {
-        std::ofstream(kHosts, std::ios::trunc) << original_ << ip << " " << kName << "\n";
+    void point_at(const std::string& ip, const char* name = kName) const {
+        std::ofstream(kHosts, std::ios::trunc) << original_ << ip << " " << name << "\n";
     }
     void remove() const { std::ofstream(kHosts, std::ios::trunc) << original_; }
 
@@ -84,6 +85,26 @@ TEST(Resolve, PoolFollowsANameToItsNewAddress) {
         },
         Deadline{5s}));
     EXPECT_EQ(name_through(proxy.endpoint(), Deadline{5s}), '2');
+}
+
+// A name with only an AAAA record is an upstream too.
+TEST(Resolve, ANameWithOnlyAnIpv6AddressIsReached) {
+    if (::access(kHosts, W_OK) != 0)
+        GTEST_SKIP() << "cannot write " << kHosts << " (not root?)";
+    if (!ipv6_loopback_available())
+        GTEST_SKIP() << "no IPv6 loopback here";
+    NamedServer v6{'6', Endpoint::parse("[::1]:0")};
+    HostsEntry hosts;
+    hosts.point_at("::1", "uringfwd-resolve-test-v6");
+    RouteConfig route;
+    route.name = "v6";
+    route.listen = {loopback_any_port()};
+    UpstreamMember member;
+    member.address =
+        Endpoint::parse(fmt::format("uringfwd-resolve-test-v6:{}", v6.endpoint().port));
+    route.pool.members = {member};
+    ProxyUnderTest proxy{{route}};
+    EXPECT_EQ(name_through(proxy.endpoint(), Deadline{5s}), '6');
 }
 
 } // namespace
