@@ -1,0 +1,55 @@
+// Letting clients in: a listener's new client, or one handed over, is opened on its
+// route at once, or waits while the route is at its connection limit (its listeners
+// then hold off accepting); a connection that goes makes room for the next.
+#include "shard/shard.hpp"
+
+namespace uringfwd::engine {
+
+void Shard::open_connection(Listener& listener, int client_fd) {
+    ShardRoute& route = *routes_[listener.route()];
+    admit(route, {client_fd, listener.is_tcp(), {}, -1});
+}
+
+void Shard::admit(ShardRoute& route, WaitingClient client) {
+    if (route.full() || !route.waiting.empty()) {
+        // At the route's limit: the client waits, holding nothing but its socket, and
+        // the route's listeners stop taking more (those wait in the backlog).
+        route.waiting.push_back(std::move(client));
+    } else {
+        open(route, std::move(client));
+    }
+    if (route.full() && !route.held) {
+        route.held = true;
+        for_listeners_of(route, [](Listener& each) { each.hold(); });
+    }
+}
+
+void Shard::open(ShardRoute& route, WaitingClient client) {
+    int err = connections_->open(client.fd, client.is_tcp, route, std::move(client.preamble),
+                                 client.upstream_fd);
+    if (err == 0) {
+        for (auto& each : listeners_)
+            each->shortage_over();
+    } else if (is_fd_shortage(err)) {
+        // Every listener shares the process's fd table: all of them pause.
+        for (auto& each : listeners_)
+            each->pause_for_fd_shortage("upstream socket", err, connections_->active());
+    }
+}
+
+// A connection of `route` has gone: let waiting clients in, then the listeners.
+void Shard::on_room(ShardRoute& route) {
+    if (stopping_)
+        return;
+    while (!route.full() && !route.waiting.empty()) {
+        WaitingClient next = std::move(route.waiting.front());
+        route.waiting.pop_front();
+        open(route, std::move(next));
+    }
+    if (route.held && !route.full()) {
+        route.held = false;
+        for_listeners_of(route, [](Listener& each) { each.release_hold(); });
+    }
+}
+
+} // namespace uringfwd::engine

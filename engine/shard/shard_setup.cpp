@@ -1,0 +1,104 @@
+// Setting a shard up on its own thread: pinning, the ring and its io-wq workers, the
+// pipe pool, the copy buffers, the routes and the listeners.
+#include "platform/cpu_affinity.hpp"
+#include "shard/shard.hpp"
+
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace uringfwd::engine {
+
+namespace {
+// The shard's one provided-buffer group (buffer groups are per ring).
+constexpr uint16_t kCopyBufferGroup = 0;
+} // namespace
+
+void Shard::setup() {
+    counters_.thread_id.store(static_cast<int>(::syscall(SYS_gettid)), std::memory_order_relaxed);
+    // Shows in top -H, perf and /proc/PID/task/*/comm (15 characters at most).
+    pthread_setname_np(pthread_self(), fmt::format("fwd-shard-{}", setup_.index).c_str());
+    if (setup_.cpu >= 0) {
+        if (int err = pin_current_thread(setup_.cpu); err != 0)
+            throw std::runtime_error(fmt::format("cannot pin shard {} to CPU {}: {}", setup_.index,
+                                                 setup_.cpu, std::strerror(err)));
+    }
+    // Everything below is allocated on the shard's own thread, after pinning: the ring
+    // must be created by its only submitter (SINGLE_ISSUER, DEFER_TASKRUN), and pages
+    // are first touched by the CPU (so the NUMA node) that will use them.
+    setup_ring();
+    pool_ = std::make_unique<pipes::PipePool>(config_.max_pipes, config_.pipe_size);
+    setup_buffers();
+    context_ = std::make_unique<ShardContext>(
+        ShardContext{*io_, *pool_, buffers_.get(), data_path_, config_, log_, setup_.index});
+    for (const Route& route : setup_.routes->routes)
+        routes_.push_back(std::make_unique<ShardRoute>(route, setup_.routes, setup_.shards));
+    plan_idle_sweep();
+    connections_ =
+        std::make_unique<Connections>(*context_, [this](ShardRoute& route) { on_room(route); });
+    for (const ListenerSetup& ls : setup_.listeners) {
+        listeners_.push_back(std::make_unique<Listener>(*io_, log_, ls));
+        bound_.push_back(listeners_.back()->bound());
+        listener_fds_.push_back(listeners_.back()->fd());
+    }
+
+    // Probe the pipe size now, so the start-up line tells the truth and any budget
+    // refusal shows up at once rather than on the first connection. The copy path
+    // needs no pipe at all.
+    if (data_path_ != DataPath::Copy) {
+        if (auto pipe = pool_->lease())
+            pool_->give_back(std::move(*pipe));
+    }
+    std::string copy_buffers = buffers_ ? fmt::format(", {} copy buffers of {} bytes",
+                                                      buffers_->count(), buffers_->buffer_size())
+                                        : std::string();
+    std::string busy_poll = config_.busy_poll.count() > 0
+                                ? fmt::format(", busy-poll {} us", config_.busy_poll.count())
+                                : std::string();
+    description_ = fmt::format(
+        "cpu {}, data path {}, pipes {} bytes (at most {}){}, steering {}{}, {}", setup_.cpu,
+        to_string(data_path_), pool_->pipe_size(), pool_->max_pipes(), copy_buffers,
+        listeners_.front()->steering(), busy_poll, io_->ring().features().describe());
+    log_pool_notices();
+}
+
+void Shard::setup_ring() {
+    io_ = std::make_unique<ShardIo>(config_.ring_entries, counters_);
+    uring::Ring& ring = io_->ring();
+    if (!setup_.worker_cpus.empty()) {
+        // io-wq workers run the splices; one on another CPU than the shard costs 2.3 to
+        // 2.9 times as much per splice (docs/kernel.md §1.7). Refusal is not fatal (a cpuset may
+        // exclude the mask since 6.12): workers then run where the kernel likes.
+        if (int rc = ring.set_worker_affinity(setup_.worker_cpus); rc < 0)
+            log_.warn("io-wq affinity refused ({}); workers may run on any CPU",
+                      std::strerror(-rc));
+    }
+    // Cap the unbounded io-wq pool (where socket and pipe splices go). Every splice we
+    // submit is non-blocking, and at most one runs per leased pipe (a hard-linked pair
+    // runs back to back on one worker), so max_pipes workers can never starve a ready
+    // splice (docs/kernel.md §1.4); the cap only guards against a kernel that blocks
+    // anyway, which would otherwise grow one thread per idle connection (§1.3).
+    unsigned workers = config_.iowq_max_workers != 0 ? config_.iowq_max_workers
+                                                     : static_cast<unsigned>(config_.max_pipes) + 4;
+    ring.set_worker_limits(0, workers);
+}
+
+void Shard::setup_buffers() {
+    data_path_ = config_.data_path;
+    if (data_path_ == DataPath::Splice)
+        return;
+    try {
+        buffers_ = std::make_unique<uring::ProvidedBuffers>(
+            io_->ring(), kCopyBufferGroup, config_.copy_buffers, config_.copy_buffer_size);
+    } catch (const uring::RingError& e) {
+        if (data_path_ == DataPath::Copy)
+            throw std::runtime_error(fmt::format("data path copy: {}", e.what()));
+        log_.warn("{}: forwarding with splice only", e.what());
+        data_path_ = DataPath::Splice;
+    }
+}
+
+} // namespace uringfwd::engine
