@@ -1,6 +1,7 @@
 // Every connection ends with one close reason, counted per reason (EngineStats
 // closed_*): each case below makes one happen over real sockets and checks that its
 // counter, and only its counter, moved.
+#include "tests/support/blackhole.hpp"
 #include "tests/support/echo_server.hpp"
 #include "tests/support/exchange.hpp"
 #include "tests/support/proc_stats.hpp"
@@ -72,20 +73,10 @@ TEST(CloseReason, RefusedUpstream) {
 }
 
 TEST(CloseReason, UpstreamThatNeverAnswersTimesOut) {
-    // A listener whose accept queue is full drops further SYNs
-    // (net/ipv4/tcp_input.c tcp_conn_request, sk_acceptq_is_full): the upstream
-    // connect gets no answer at all, as with a blackholed host.
-    Listener full = listen_loopback(Family::Inet4);
-    ASSERT_EQ(::listen(full.fd(), 0), 0);
-    std::vector<UniqueFd> fillers;
-    for (int i = 0; i < 4; ++i) {
-        UniqueFd f;
-        if (try_connect(full.endpoint(), 300ms, f) == 0)
-            fillers.push_back(std::move(f));
-    }
+    const Blackhole hole;
     ProxyOptions options;
     options.connect_timeout = 300ms;
-    ProxyUnderTest proxy{full.endpoint(), options};
+    ProxyUnderTest proxy{hole.endpoint(), options};
     UniqueFd client;
     if (try_connect(proxy.endpoint(), 5000ms, client) == 0) {
         const IoResult r = recv_until_eof(client.get(), Deadline{5s});

@@ -6,6 +6,7 @@
 
 #include "net/socket_address.hpp"
 #include "support/logger.hpp"
+#include "tests/support/blackhole.hpp"
 #include "tests/support/connection_server.hpp"
 #include "tests/support/deadline.hpp"
 #include "tests/support/proc_stats.hpp"
@@ -43,6 +44,7 @@ using uringfwd::LogLevel;
 using uringfwd::engine::HealthChecker;
 using uringfwd::engine::HealthTarget;
 using uringfwd::engine::Logger;
+using uringfwd::test::Blackhole;
 using uringfwd::test::ConnectionServer;
 using uringfwd::test::count_open_fds;
 using uringfwd::test::count_threads_with_prefix;
@@ -160,24 +162,6 @@ HealthCheck ping_check(std::chrono::milliseconds interval, std::chrono::millisec
     check.send = "PING\r\n";
     check.expect = "+PONG";
     return check;
-}
-
-// A listener whose accept queue is full drops further SYNs (net/ipv4/tcp_input.c
-// tcp_conn_request, sk_acceptq_is_full): a connect to it gets no answer at all, as
-// with a blackholed host.
-struct Blackhole {
-    Listener listener;
-    std::vector<UniqueFd> fillers;
-};
-Blackhole blackhole() {
-    Blackhole b{listen_loopback(Family::Inet4), {}};
-    EXPECT_EQ(::listen(b.listener.fd(), 0), 0);
-    for (int i = 0; i < 3; ++i) {
-        UniqueFd f;
-        if (try_connect(b.listener.endpoint(), 300ms, f) == 0)
-            b.fillers.push_back(std::move(f));
-    }
-    return b;
 }
 
 bool has_pending_connection(int listen_fd) {
@@ -299,9 +283,9 @@ TEST(HealthCheck, BlackholedMemberFailsByTimeout) {
     Watchdog watchdog(kTestLimit, "HealthCheck.BlackholedMemberFailsByTimeout");
     constexpr auto kTimeout = 200ms;
     CapturedLog log;
-    Blackhole hole = blackhole();
+    const Blackhole hole;
     std::vector<HealthTarget> targets;
-    targets.push_back(target_for(hole.listener.endpoint(), enabled_check(10s, kTimeout, 2, 1)));
+    targets.push_back(target_for(hole.endpoint(), enabled_check(10s, kTimeout, 2, 1)));
     HealthChecker checker(std::move(targets), log.logger());
     const auto started = Clock::now();
     checker.start();
@@ -311,10 +295,9 @@ TEST(HealthCheck, BlackholedMemberFailsByTimeout) {
     EXPECT_GE(ms_between(started, failed), kTimeout.count());
     EXPECT_LT(ms_between(started, failed), (kTimeout + kSlack).count());
     EXPECT_FALSE(checker.up(0));
-    EXPECT_EQ(
-        log.count_after_wait(transition_line(
-            hole.listener.endpoint(), "down (1 check failed: timed out connecting (200 ms))")),
-        1u)
+    EXPECT_EQ(log.count_after_wait(transition_line(
+                  hole.endpoint(), "down (1 check failed: timed out connecting (200 ms))")),
+              1u)
         << log.dump();
 }
 
@@ -389,7 +372,7 @@ TEST(HealthCheck, DisabledTargetsAreNeverChecked) {
 TEST(HealthCheck, StopWithChecksInFlightIsPromptAndLeaksNothing) {
     Watchdog watchdog(kTestLimit, "HealthCheck.StopWithChecksInFlightIsPromptAndLeaksNothing");
     CapturedLog log;
-    Blackhole hole = blackhole();
+    const Blackhole hole;
     // Listens but never accepts: the kernel completes the handshake, the check sends its
     // request, and waits for a reply.
     Listener mute = listen_loopback(Family::Inet4);
@@ -397,7 +380,7 @@ TEST(HealthCheck, StopWithChecksInFlightIsPromptAndLeaksNothing) {
     ASSERT_GT(fds_before, 0);
     {
         std::vector<HealthTarget> targets;
-        targets.push_back(target_for(hole.listener.endpoint(), enabled_check(30s, 30s, 1, 1)));
+        targets.push_back(target_for(hole.endpoint(), enabled_check(30s, 30s, 1, 1)));
         targets.push_back(target_for(mute.endpoint(), ping_check(30s, 30s, 1, 1)));
         HealthChecker checker(std::move(targets), log.logger());
         checker.start();

@@ -1,6 +1,7 @@
 #include "tests/support/proxy_under_test.hpp"
 
 #include "tests/support/data_path_under_test.hpp"
+#include "tests/support/proc_stats.hpp"
 #include "tests/support/watchdog.hpp"
 
 #include <fmt/core.h>
@@ -70,6 +71,17 @@ ProxyUnderTest::~ProxyUnderTest() {
 std::vector<std::string> ProxyUnderTest::log_lines() const {
     std::lock_guard lock(logs_->mu);
     return logs_->lines;
+}
+
+bool ProxyUnderTest::logs(std::string_view text, const Deadline& deadline) const {
+    return eventually(
+        [&] {
+            for (const std::string& line : log_lines())
+                if (line.find(text) != std::string::npos)
+                    return true;
+            return false;
+        },
+        deadline);
 }
 
 } // namespace uringfwd::test

@@ -3,6 +3,7 @@
 // under a watchdog so a stuck shutdown fails loudly instead of hanging the suite.
 #pragma once
 
+#include "tests/support/deadline.hpp"
 #include "uringfwd/engine.hpp"
 
 #include <memory>
@@ -51,6 +52,9 @@ public:
 
     // Log lines the engine produced so far.
     std::vector<std::string> log_lines() const;
+    // Whether a line containing `text` comes within `deadline` (lines may follow the
+    // event they report by a moment).
+    bool logs(std::string_view text, const Deadline& deadline) const;
 
 private:
     void start(EngineConfig config, const ProxyOptions& options);
