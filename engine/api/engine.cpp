@@ -163,6 +163,28 @@ std::string Engine::Impl::describe_routes() const {
     return out;
 }
 
+std::vector<RouteStats> Engine::Impl::route_stats() const {
+    std::vector<RouteStats> out;
+    {
+        // The configuration's order, whatever order the shards answer in.
+        std::lock_guard lock(plan_mu_);
+        for (const engine::Route& route : routes_->routes) {
+            RouteStats r;
+            r.name = route.name;
+            for (const engine::MemberRoute& m : route.members)
+                r.members.push_back({m.name});
+            out.push_back(std::move(r));
+        }
+    }
+    for (const auto& shard : shards_) {
+        engine::Shard* s = shard.get();
+        std::function<void()> collect = [s, &out] { s->add_route_stats(out); };
+        if (!s->call(collect))
+            return {};
+    }
+    return out;
+}
+
 std::vector<MemberHealth> Engine::Impl::member_health() const {
     std::lock_guard lock(plan_mu_);
     std::vector<MemberHealth> out;
@@ -319,6 +341,9 @@ EngineStats Engine::stats() const {
 }
 std::vector<ShardStats> Engine::shard_stats() const {
     return impl_->shard_stats();
+}
+std::vector<RouteStats> Engine::route_stats() const {
+    return impl_->route_stats();
 }
 std::vector<MemberHealth> Engine::member_health() const {
     return impl_->member_health();

@@ -38,6 +38,7 @@ int Connections::open(int client_fd, bool client_is_tcp, ShardRoute& r,
     conn.id = static_cast<uint64_t>(shard_.shard_index) << 48 | (++opened_ & 0xffffffffffffu);
     conn.preamble = std::move(preamble);
     ++r.active;
+    ++r.accepted;
     ShardCounters& counters = shard_.io.counters();
     bump(counters.accepted);
     bump(counters.active);
@@ -205,6 +206,7 @@ void Connections::on_connected(Connection& conn, int result) {
     ShardRoute& r = *conn.route;
     if (conn.member >= 0) {
         auto m = static_cast<std::size_t>(conn.member);
+        ++r.connects[m];
         if (r.pool.connect_succeeded(m))
             shard_.log.info("route \"{}\": upstream {} is up again", r.route.name,
                             r.route.members[m].name);
@@ -271,6 +273,7 @@ void Connections::connect_failed(Connection& conn, int result) {
         return;
     }
     auto m = static_cast<std::size_t>(conn.member);
+    ++r.failures[m];
     r.pool.closed(m);
     conn.member_counted = false;
     if (r.pool.connect_failed(m, shard_.now))
@@ -376,6 +379,7 @@ void Connections::finalize(Connection& conn) {
     if (conn.member_counted)
         r.pool.closed(static_cast<std::size_t>(conn.member));
     --r.active;
+    ++r.closed[static_cast<std::size_t>(conn.close_reason)];
     ShardCounters& counters = shard_.io.counters();
     bump(counters.closed(conn.close_reason));
     table_.release(conn); // closes both sockets

@@ -179,6 +179,7 @@ void Shard::on_wake(int result) {
     uint64_t value = 0;
     [[maybe_unused]] ssize_t n = ::read(wake_fd_.get(), &value, sizeof(value));
     take_change();
+    run_calls();
     take_handoffs();
     if (stop_requested_.load(std::memory_order_acquire))
         stop_now();

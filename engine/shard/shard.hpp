@@ -21,6 +21,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -81,6 +82,13 @@ public:
     // on. False, with nothing taken, once the shard is stopping.
     bool hand_over(Handoff handoff);
 
+    // Thread-safe: runs `task` on the shard's thread between two batches of completions
+    // and returns once it has run; false, without running it, once the shard has ended.
+    bool call(const std::function<void()>& task);
+    // On the shard's thread only (through call()): adds this shard's counts to `out`,
+    // one entry per route of the current configuration, matched by name.
+    void add_route_stats(std::vector<RouteStats>& out) const;
+
     const ShardCounters& counters() const { return counters_; }
     // True once run() has returned (or never got past setup).
     bool finished() const { return finished_.load(std::memory_order_acquire); }
@@ -117,6 +125,7 @@ private:
     void wake();
     // shard_reload.cpp
     void take_change();
+    void run_calls();
     std::string apply(ShardChange& change);
     void prune_retired_routes();
     void plan_idle_sweep();
@@ -160,6 +169,13 @@ private:
     std::mutex change_mu_;
     std::optional<ShardChange> change_;
     std::promise<std::string> change_done_;
+    // Tasks of call(), run when the eventfd fires.
+    struct Call {
+        const std::function<void()>* task;
+        std::promise<void> done;
+    };
+    std::mutex calls_mu_;
+    std::vector<Call> calls_;
     // Connections handed over by the application, taken when the eventfd fires.
     std::mutex handoff_mu_;
     std::vector<Handoff> handoffs_;

@@ -2,6 +2,8 @@
 // listeners added and removed, while open connections keep what they have.
 #include "shard/shard.hpp"
 
+#include <algorithm>
+
 namespace uringfwd::engine {
 
 std::string Shard::apply_change(ShardChange change) {
@@ -100,6 +102,65 @@ void Shard::plan_idle_sweep() {
         auto every =
             std::clamp(timeout / 4, std::chrono::milliseconds{10}, std::chrono::milliseconds{1000});
         idle_sweep_ = idle_sweep_.count() == 0 ? every : std::min(idle_sweep_, every);
+    }
+}
+
+bool Shard::call(const std::function<void()>& task) {
+    std::future<void> done;
+    {
+        std::lock_guard lock(calls_mu_);
+        if (finished())
+            return false;
+        calls_.push_back({&task, {}});
+        done = calls_.back().done.get_future();
+    }
+    wake();
+    while (done.wait_for(std::chrono::milliseconds{50}) != std::future_status::ready) {
+        if (finished()) {
+            std::lock_guard lock(calls_mu_);
+            if (std::erase_if(calls_, [&](const Call& c) { return c.task == &task; }) > 0)
+                return false; // never taken: the shard ended first
+        }
+    }
+    return true;
+}
+
+void Shard::run_calls() {
+    std::vector<Call> calls;
+    {
+        std::lock_guard lock(calls_mu_);
+        calls.swap(calls_);
+    }
+    for (Call& call : calls) {
+        (*call.task)();
+        call.done.set_value();
+    }
+}
+
+void Shard::add_route_stats(std::vector<RouteStats>& out) const {
+    for (const auto& shard_route : routes_) {
+        const Route& route = shard_route->route;
+        auto it = std::find_if(out.begin(), out.end(),
+                               [&](const RouteStats& r) { return r.name == route.name; });
+        if (it == out.end()) {
+            RouteStats fresh;
+            fresh.name = route.name;
+            for (const MemberRoute& m : route.members)
+                fresh.members.push_back({m.name});
+            it = out.insert(out.end(), std::move(fresh));
+        }
+        it->accepted += shard_route->accepted;
+        it->active += shard_route->active;
+        it->waiting += shard_route->waiting.size();
+        for (std::size_t i = 0; i < kCloseReasonCount; ++i)
+            it->closed[i] += shard_route->closed[i];
+        for (std::size_t m = 0; m < route.members.size() && m < it->members.size(); ++m) {
+            MemberStats& member = it->members[m];
+            member.active += shard_route->pool.member(m).active;
+            member.connects += shard_route->connects[m];
+            member.failures += shard_route->failures[m];
+            member.up = member.up && shard_route->pool.up(m, std::chrono::steady_clock::now());
+        }
     }
 }
 

@@ -8,6 +8,7 @@
 #include "routing/route_table.hpp"
 #include "routing/shard_limit.hpp"
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <deque>
@@ -33,6 +34,12 @@ struct ShardRoute {
     std::size_t limit = 0;             // open connections at most on this shard; 0: none
     std::deque<WaitingClient> waiting; // accepted at the limit; fds owned here
     bool held = false;                 // its listeners hold off accepting
+
+    // Counted by the shard alone; read through Shard::route_stats() on its thread.
+    uint64_t accepted = 0;
+    std::array<uint64_t, kCloseReasonCount> closed{};
+    std::vector<uint64_t> connects; // per member: connects that succeeded
+    std::vector<uint64_t> failures; // per member: connects that failed
 
     bool full() const { return limit != 0 && active >= limit; }
     // Takes the health checker's latest verdicts into the pool (when it has checks).

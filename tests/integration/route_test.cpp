@@ -166,6 +166,32 @@ TEST(Routes, RefusedMemberIsSkippedWithinTheRetries) {
     EXPECT_GE(proxy.stats().upstream_failures, 1u);
 }
 
+TEST(Routes, StatsPerRouteAndMember) {
+    const ReservedPort refusing = reserve_refusing_port();
+    NamedServer live{'l'};
+    RouteConfig r = route("web", {member(live.endpoint()), member(refusing.endpoint)});
+    r.pool.retries = 1;
+    ProxyUnderTest proxy{{r, route("other", {member(live.endpoint())})}, one_shard()};
+    EXPECT_EQ(spread(proxy.endpoint("web"), 10).at('l'), 10);
+    ASSERT_TRUE(eventually([&] { return proxy.stats().active == 0; }, Deadline{5s}));
+    const std::vector<RouteStats> stats = proxy.engine().route_stats();
+    ASSERT_EQ(stats.size(), 2u);
+    const RouteStats& web = stats[0];
+    EXPECT_EQ(web.name, "web");
+    EXPECT_EQ(web.accepted, 10u);
+    EXPECT_EQ(web.active, 0u);
+    EXPECT_EQ(web.closed_for(CloseReason::Clean), 10u);
+    ASSERT_EQ(web.members.size(), 2u);
+    EXPECT_EQ(web.members[0].name, live.endpoint().to_string());
+    EXPECT_EQ(web.members[0].connects, 10u);
+    EXPECT_EQ(web.members[0].failures, 0u);
+    EXPECT_TRUE(web.members[0].up);
+    EXPECT_EQ(web.members[1].connects, 0u);
+    EXPECT_GE(web.members[1].failures, 1u);
+    EXPECT_EQ(stats[1].name, "other");
+    EXPECT_EQ(stats[1].accepted, 0u);
+}
+
 TEST(Routes, BlackholedMemberIsSkippedWithinTheDeadline) {
     const Blackhole hole;
     NamedServer live{'l'};

@@ -5,8 +5,11 @@
 #include "uringfwd/close_reason.hpp"
 #include "uringfwd/counter_list.hpp"
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace uringfwd {
 
@@ -49,6 +52,32 @@ struct ShardStats {
     int cpu = -1;  // the CPU the shard is pinned to
     int node = -1; // its NUMA node, -1 if unknown
     EngineStats counters;
+};
+
+// One pool member, summed over shards (Engine::route_stats).
+struct MemberStats {
+    std::string name;      // its address as configured
+    bool up = true;        // no shard has it marked down (passive or active health)
+    uint64_t active = 0;   // connections to it now, connecting included
+    uint64_t connects = 0; // connects that succeeded
+    uint64_t failures = 0; // connects refused, unreachable or timed out
+};
+
+// One route, summed over shards. Counts start when the route is configured: a
+// reconfigure() starts them again (connections still open on the route as it was are
+// then no longer counted here).
+struct RouteStats {
+    std::string name;
+    uint64_t accepted = 0; // clients accepted or handed over
+    uint64_t active = 0;   // open now
+    uint64_t waiting = 0;  // accepted while the route was at its limit, not yet let in
+    // Connections closed per reason, indexed by CloseReason.
+    std::array<uint64_t, kCloseReasonCount> closed{};
+    std::vector<MemberStats> members; // in the pool's order
+
+    uint64_t closed_for(CloseReason reason) const {
+        return closed[static_cast<std::size_t>(reason)];
+    }
 };
 
 } // namespace uringfwd
