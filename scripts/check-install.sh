@@ -7,11 +7,12 @@
 #   2. tests/install/consumer.cpp compiled with `pkg-config --cflags --libs uringfwd`
 #      alone (PKG_CONFIG_PATH and PKG_CONFIG_SYSROOT_DIR pointing into the destdir), run
 #      against the shared library, then linked with `--static` flags against the static
-#      one and run again;
-#   3. a scratch meson project that takes this repository as a subproject through
-#      dependency('uringfwd'), with werror=false of its own: configures without CLI11,
-#      GoogleTest or OpenSSL, compiles none of our targets with -Werror, builds and runs
-#      the same consumer.
+#      one and run again; examples/gateway/gateway.cpp compiled the same way (shared) and
+#      driven with real traffic by tests/install/drive_gateway.py;
+#   3. examples/gateway/meson.build as the scratch meson project that takes this
+#      repository as a subproject through dependency('uringfwd'), with the consumer added:
+#      configures without CLI11, GoogleTest or OpenSSL, compiles none of our targets with
+#      -Werror, builds and runs the consumer, builds and drives the gateway.
 # The last line is "check-install: ok (N s)" or "check-install: FAIL: <why>"; exits non-zero
 # on failure. URING_FWD_JOBS=N limits the subproject build's ninja jobs.
 set -euo pipefail
@@ -83,6 +84,14 @@ readelf -d "$work/consumer-shared" | grep -q 'NEEDED.*liburingfwd\.so\.0' ||
 echo "  shared (${libs[*]}):"
 LD_LIBRARY_PATH=$libdir "$work/consumer-shared" || fail "consumer against the shared library"
 
+# The example gateway, as the README builds it; warnings are errors here (not in its own
+# meson.build, which an embedder copies).
+gateway=$repo/examples/gateway
+c++ -std=c++20 -Wall -Wextra -Werror "$gateway/gateway.cpp" -o "$work/gateway-shared" \
+  "${cflags[@]}" "${libs[@]}" || fail "gateway: compiling against the shared library"
+LD_LIBRARY_PATH=$libdir timeout 60 python3 "$repo/tests/install/drive_gateway.py" \
+  "$work/gateway-shared" "gateway (pkg-config, shared)" || fail "gateway against the shared library"
+
 # With both libraries in one directory the linker prefers the shared one for -luringfwd;
 # -l:liburingfwd.a picks the archive while the rest stays exactly what --static says
 # (liburing, fmt, toml++ and pthread from Requires.private and Libs.private).
@@ -98,15 +107,13 @@ echo "  static (${static_libs[*]}):"
 unset PKG_CONFIG_PATH PKG_CONFIG_SYSROOT_DIR
 
 # --- 3. meson subproject -----------------------------------------------------------------
+# The gateway's own meson.build (no werror: meson's default), the consumer added to it:
+# one build of the subproject serves both.
 parent=$work/parent
 mkdir -p "$parent/subprojects"
 ln -s "$repo" "$parent/subprojects/uring-fwd"
-cp "$consumer" "$parent/consumer.cpp"
-cat >"$parent/meson.build" <<'EOF'
-project('embedder', 'cpp', default_options : ['cpp_std=c++20', 'werror=false'])
-uringfwd_dep = dependency('uringfwd', fallback : 'uring-fwd')
-executable('consumer', 'consumer.cpp', dependencies : uringfwd_dep)
-EOF
+cp "$consumer" "$gateway/gateway.cpp" "$gateway/meson.build" "$parent/"
+echo "executable('consumer', 'consumer.cpp', dependencies : uringfwd_dep)" >>"$parent/meson.build"
 # --force-fallback-for: the subproject even where a uringfwd is installed system-wide.
 # buildtype=plain (no optimization) keeps the library's compile short.
 meson setup "$parent/build" "$parent" --force-fallback-for=uringfwd -Dbuildtype=plain \
@@ -124,5 +131,7 @@ ninja -C "$parent/build" ${URING_FWD_JOBS:+-j "$URING_FWD_JOBS"} >"$work/subproj
   { tail -30 "$work/subproject-build.log"; fail "subproject: build"; }
 echo "  subproject:"
 "$parent/build/consumer" || fail "consumer built with the subproject"
+timeout 60 python3 "$repo/tests/install/drive_gateway.py" "$parent/build/gateway" \
+  "gateway (subproject)" || fail "gateway built with the subproject"
 
 echo "check-install: ok (${SECONDS} s)"
