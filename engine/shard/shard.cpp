@@ -183,8 +183,14 @@ void Shard::on_wake(int result) {
     take_handoffs();
     if (stop_requested_.load(std::memory_order_acquire))
         stop_now();
-    // Listen for a further request (a change, a second SIGTERM shortening the drain).
-    io_->poll(in_flight_, OpTag::for_shard(Op::Wake), wake_fd_.get(), POLLIN);
+    // Listen for a further request (a change, a second SIGTERM shortening the drain),
+    // unless the shard is finishing: finish_when_idle() has withdrawn the wake-up poll
+    // for good, and a poll armed now would never be cancelled, so the loop would never
+    // end. That happens when the eventfd was written again (a call(), a second stop)
+    // and the poll fired before its cancel reached it: the cancel finds nothing and
+    // this completion comes after it.
+    if (!final_cancels_sent_)
+        io_->poll(in_flight_, OpTag::for_shard(Op::Wake), wake_fd_.get(), POLLIN);
 }
 
 void Shard::stop_now() {

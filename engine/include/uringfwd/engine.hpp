@@ -49,6 +49,13 @@ class Engine {
 public:
     // Starts the shard threads, binds listeners and returns once they accept
     // connections. Throws StartError.
+    //
+    // Signals: ignore SIGPIPE in the process (signal(SIGPIPE, SIG_IGN)) before starting:
+    // the engine's sends pass MSG_NOSIGNAL, but a splice into a socket whose peer has
+    // gone raises SIGPIPE, which by default ends the process. The shard threads (and
+    // the health-check and name threads) inherit the calling thread's signal mask:
+    // block the signals you wait for with sigwait() before start(), as the binary
+    // does, so that none of them lands on an engine thread.
     static std::unique_ptr<Engine> start(EngineConfig config);
 
     ~Engine(); // stops and joins if still running
