@@ -151,10 +151,11 @@ std::string Engine::Impl::describe_routes() const {
         std::string listen;
         for (const PlannedListener& l : listeners_)
             if (!l.closed && &routes_->routes[l.route] == &route)
-                listen += (listen.empty() ? "" : " ") + engine::to_endpoint(l.address).to_string();
+                listen += fmt::format("{}{}", listen.empty() ? "" : " ",
+                                      engine::to_endpoint(l.address).to_string());
         std::string members;
         for (const engine::MemberRoute& m : route.members)
-            members += (members.empty() ? "" : " ") + m.name;
+            members += fmt::format("{}{}", members.empty() ? "" : " ", m.name);
         out += fmt::format("{}listening on {}, forwarding to {}", out.empty() ? "" : "; ", listen,
                            members);
         if (routes_->routes.size() > 1 || route.members.size() > 1)

@@ -14,7 +14,7 @@ std::string plural(std::size_t n, const char* word) {
 std::string summarize(const RouteConfig& route) {
     std::string listen;
     for (const Endpoint& e : route.listen)
-        listen += (listen.empty() ? "" : ", ") + e.to_string();
+        listen += fmt::format("{}{}", listen.empty() ? "" : ", ", e.to_string());
     const auto& members = route.pool.members;
     const auto backups = static_cast<std::size_t>(
         std::count_if(members.begin(), members.end(), [](const auto& m) { return m.backup; }));

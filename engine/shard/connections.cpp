@@ -310,7 +310,7 @@ std::string Connections::tried_names(const Connection& conn) const {
     std::string out;
     for (std::size_t m = 0; m < route.members.size(); ++m)
         if (conn.tried.contains(m))
-            out += (out.empty() ? "" : ", ") + route.members[m].name;
+            out += fmt::format("{}{}", out.empty() ? "" : ", ", route.members[m].name);
     return out;
 }
 
