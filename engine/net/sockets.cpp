@@ -104,22 +104,26 @@ SocketAddress local_address(int fd) {
     return out;
 }
 
-Endpoint peer_endpoint(int fd) {
+std::optional<SocketAddress> peer_address(int fd) {
     SocketAddress peer;
     peer.length = sizeof(peer.storage);
     if (::getpeername(fd, peer.get(), &peer.length) != 0)
-        return {};
-    return to_endpoint(peer);
+        return std::nullopt;
+    return peer;
+}
+
+Endpoint peer_endpoint(int fd) {
+    std::optional<SocketAddress> peer = peer_address(fd);
+    return peer ? to_endpoint(*peer) : Endpoint{};
 }
 
 std::string peer_name(int fd) {
-    SocketAddress peer;
-    peer.length = sizeof(peer.storage);
-    if (::getpeername(fd, peer.get(), &peer.length) != 0)
+    std::optional<SocketAddress> peer = peer_address(fd);
+    if (!peer)
         return "?";
-    if (peer.family() == AF_UNIX)
+    if (peer->family() == AF_UNIX)
         return "unix peer";
-    return to_endpoint(peer).to_string();
+    return to_endpoint(*peer).to_string();
 }
 
 } // namespace uringfwd::engine

@@ -5,6 +5,7 @@
 #include "net/socket_address.hpp"
 #include "uring/unique_fd.hpp"
 
+#include <optional>
 #include <string>
 
 namespace uringfwd::engine {
@@ -41,6 +42,8 @@ int attach_cpu_steering(int fd, int base_cpu);
 // Where a socket is bound (for port 0) and who is on the other end (for log lines).
 SocketAddress local_address(int fd);
 std::string peer_name(int fd);
+// The other end's address; nullopt when the socket has none (not connected).
+std::optional<SocketAddress> peer_address(int fd);
 // The other end as an Endpoint; empty (default) when the socket has none.
 Endpoint peer_endpoint(int fd);
 

@@ -20,11 +20,8 @@ std::string suppressed_note(uint64_t suppressed) {
 }
 
 uint64_t hash_of_peer(int fd) {
-    sockaddr_storage peer{};
-    socklen_t len = sizeof(peer);
-    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0)
-        return 0;
-    return hash_client_address(peer);
+    std::optional<SocketAddress> peer = peer_address(fd);
+    return peer ? hash_client_address(peer->storage) : 0;
 }
 
 } // namespace
