@@ -28,6 +28,11 @@ import traceback
 from pathlib import Path
 
 from compare_baseline import BASE_PEER, BASELINE_DIR, build_baseline, shown_path
+from compare_example_gateway import (GATEWAY_PEER, GATEWAY_WORKLOADS, build_example_gateway,
+                                     gateway_argv, gateway_table, wrk_script)
+from compare_example_gateway import describe as describe_gateway
+from compare_floors import FLOOR_PEERS, build_floors, describe_floors, floor_argv, floor_tables
+from compare_gateway import gateway_load, nginx_file_conf
 from compare_proc import (CLK_TCK, LOOP, PeerFailed, Procs, Sampler, _log_tail, cpu_ticks,
                           descendants, free_port, iowq_threads, log, rss_kib, run_cmd,
                           version_of, wait_listening)
@@ -47,8 +52,10 @@ URING_VARIANTS = {"uring-fwd-copy": ["--data-path", "copy"],
 # Extra --upstream copies of the upstream a variant gets (a pool of 1 + this many).
 URING_POOL_EXTRA = {"uring-fwd-maglev16": 15}
 ALL_PEERS += list(URING_VARIANTS)
+# The floors (bench/floors/, compare_floors.py) and the example gateway (churn only).
+ALL_PEERS += list(FLOOR_PEERS) + [GATEWAY_PEER]
 ALL_WORKLOADS = ["bulk1-fwd", "bulk1-rev", "bulk8-fwd", "bulk8-rev", "rr64", "rr16k", "churn",
-                 "syscalls", "syscalls8"]
+                 "gateway", "syscalls", "syscalls8"]
 SYSCALL_STREAMS = {"syscalls": 1, "syscalls8": 8}
 WORKLOAD_GROUPS = {
     "all": ALL_WORKLOADS,
@@ -71,6 +78,10 @@ class Ctx:
         self.proxy_cpu = args.proxy_cpu if self.pinned else None
         self.load_cpu = args.load_cpu if self.pinned else None
         self.goproxy_bin: Path | None = None
+        self.floor_bins: dict[str, Path] = {}
+        self.floor_errs: dict[str, str] = {}
+        self.gateway_bin: Path | None = None
+        self.gateway_err: str | None = None
         self.goproxy_err: str | None = None
         self.uring_bin: Path | None = None
         self.uring_err: str | None = None
@@ -128,6 +139,11 @@ http {{
     }}
 }}
 """)
+        argv = ["nginx", "-p", str(d), "-c", str(conf), "-e", str(d / "error.log")]
+    elif kind == "http-file":
+        d = ctx.subdir("nginx-file")
+        conf = d / "nginx.conf"
+        conf.write_text(nginx_file_conf(d, port))
         argv = ["nginx", "-p", str(d), "-c", str(conf), "-e", str(d / "error.log")]
     else:
         raise ValueError(kind)
@@ -207,6 +223,14 @@ stream {{
             raise PeerFailed(f"goproxy not built: {ctx.goproxy_err}")
         env = dict(os.environ, GOMAXPROCS="1")
         argv = [str(ctx.goproxy_bin), "-listen", f"{LOOP}:{a}", "-upstream", f"{LOOP}:{upstream_port}"]
+    elif peer in FLOOR_PEERS:
+        if peer not in ctx.floor_bins:
+            raise PeerFailed(f"{peer} not built: {ctx.floor_errs.get(peer, 'not requested')}")
+        argv = floor_argv(ctx.floor_bins[peer], a, upstream_port)
+    elif peer == GATEWAY_PEER:
+        if not ctx.gateway_bin:
+            raise PeerFailed(f"{peer} not built: {ctx.gateway_err}")
+        argv = gateway_argv(ctx.gateway_bin, a, upstream_port)
     elif peer in ("uring-fwd", BASE_PEER) or peer in URING_VARIANTS:
         if peer == BASE_PEER:
             binary, extra, err = ctx.base_bin, ctx.base_extra, ctx.base_err
@@ -327,11 +351,14 @@ def rr(ctx: Ctx, size: int):
     return "sockperf", load
 
 
-def churn(ctx: Ctx):
+def churn(ctx: Ctx, peer: str):
     def load(port: int) -> dict:
         t = ctx.args.churn_duration
+        # -t1: one client thread on the load CPU (and what the gateway's script relies on).
         argv = ["wrk", "-t1", f"-c{ctx.args.churn_conns}", f"-d{t}s", "--timeout", "5s",
                 "-H", "Connection: close", f"http://{LOOP}:{port}/"]
+        if peer == GATEWAY_PEER:
+            argv[1:1] = ["-s", str(wrk_script(ctx.tmp))]  # the preamble ahead of the request
         r = run_cmd(argv, timeout=t + 40, cpu=ctx.load_cpu)
         m = re.search(r"Requests/sec:\s*([\d.]+)", r.stdout)
         if r.returncode != 0 or not m:
@@ -340,6 +367,8 @@ def churn(ctx: Ctx):
         e = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", r.stdout)
         non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", r.stdout)
         errs = sum(int(x) for x in e.groups()) if e else 0
+        if n and int(n.group(1)) == 0:
+            raise RuntimeError(f"wrk completed no request: {r.stdout.strip()[-300:]}")
         return {"conn_per_s": float(m.group(1)), "requests": int(n.group(1)) if n else None,
                 "socket_errors": errs, "non2xx": int(non2xx.group(1)) if non2xx else 0}
     return "http", load
@@ -400,14 +429,16 @@ def syscalls_run(ctx: Ctx, proxy: subprocess.Popen | None, port: int, meas: dict
                  "syscalls_per_gb": calls / (byts / 1e9) if byts else None})
 
 
+# workload -> (ctx, peer) -> (upstream kind, load(port))
 WORKLOAD_DEFS = {
-    "bulk1-fwd": lambda c: bulk(c, 1, False),
-    "bulk1-rev": lambda c: bulk(c, 1, True),
-    "bulk8-fwd": lambda c: bulk(c, 8, False),
-    "bulk8-rev": lambda c: bulk(c, 8, True),
-    "rr64": lambda c: rr(c, 64),
-    "rr16k": lambda c: rr(c, 16384),
+    "bulk1-fwd": lambda c, p: bulk(c, 1, False),
+    "bulk1-rev": lambda c, p: bulk(c, 1, True),
+    "bulk8-fwd": lambda c, p: bulk(c, 8, False),
+    "bulk8-rev": lambda c, p: bulk(c, 8, True),
+    "rr64": lambda c, p: rr(c, 64),
+    "rr16k": lambda c, p: rr(c, 16384),
     "churn": churn,
+    "gateway": lambda c, p: gateway_load(c),
 }
 
 
@@ -415,8 +446,11 @@ def run_one(ctx: Ctx, workload: str, peer: str) -> dict:
     """One measurement: fresh upstream, fresh proxy, load, measure, stop both."""
     if workload in SYSCALL_STREAMS and peer == "direct":
         return {"skipped": "no proxy process"}
+    if peer == GATEWAY_PEER and workload not in GATEWAY_WORKLOADS:
+        # Its clients must send a preamble first: wrk can (churn), iperf3 and sockperf cannot.
+        return {"skipped": "the example gateway runs in the churn workload only"}
     upstream_kind, load = (("iperf3", None) if workload in SYSCALL_STREAMS
-                           else WORKLOAD_DEFS[workload](ctx))
+                           else WORKLOAD_DEFS[workload](ctx, peer))
     up = proxy = None
     try:
         up, b = start_upstream(ctx, upstream_kind)
@@ -441,6 +475,8 @@ def run_one(ctx: Ctx, workload: str, peer: str) -> dict:
                     meas["cpu_s_per_gb"] = cpu_s / (meas["bytes"] / 1e9)
                 if "requests" in meas and meas["requests"]:
                     meas["cpu_ms_per_1k_conn"] = cpu_s * 1e3 / (meas["requests"] / 1e3)
+                if meas.get("http_requests"):
+                    meas["cpu_us_per_req"] = cpu_s * 1e6 / meas["http_requests"]
                 meas["rss_kib"] = rss_kib(pid)
                 meas["rss_peak_kib"] = max(smp.peak_rss, meas["rss_kib"])
                 meas["iowq_threads"] = iowq_threads(pid)
@@ -473,11 +509,15 @@ ROWS = [
     ("RR 16 KiB p99", "rr16k", "p99_us", "µs", False),
     ("RR 16 KiB p99.9", "rr16k", "p999_us", "µs", False),
     ("Churn (new conn + req/resp)", "churn", "conn_per_s", "conn/s", True),
+    ("Gateway (keep-alive 128 B req/resp)", "gateway", "req_per_s", "req/s", True),
+    ("Gateway p50", "gateway", "p50_us", "µs", False),
+    ("Gateway p99", "gateway", "p99_us", "µs", False),
     ("Proxy CPU, bulk 1 c→s", "bulk1-fwd", "cpu_s_per_gb", "CPU s/GB", False),
     ("Proxy CPU, bulk 1 s→c", "bulk1-rev", "cpu_s_per_gb", "CPU s/GB", False),
     ("Proxy CPU, bulk 8 c→s", "bulk8-fwd", "cpu_s_per_gb", "CPU s/GB", False),
     ("Proxy CPU, bulk 8 s→c", "bulk8-rev", "cpu_s_per_gb", "CPU s/GB", False),
     ("Proxy CPU, churn", "churn", "cpu_ms_per_1k_conn", "CPU ms/1k conn", False),
+    ("Proxy CPU, gateway", "gateway", "cpu_us_per_req", "CPU µs/req", False),
     ("Proxy CPU utilisation, bulk 1 c→s", "bulk1-fwd", "proxy_cpu_util", "cores", False),
     # What a round trip's latency costs: busy polling trades CPU for it.
     ("Proxy CPU utilisation, RR 64 B", "rr64", "proxy_cpu_util", "cores", False),
@@ -487,6 +527,7 @@ ROWS = [
     ("Proxy RSS after bulk 1 c→s", "bulk1-fwd", "rss_kib", "KiB", False),
     ("Proxy RSS after bulk 8 c→s", "bulk8-fwd", "rss_kib", "KiB", False),
     ("Proxy RSS after churn", "churn", "rss_kib", "KiB", False),
+    ("Proxy RSS after gateway", "gateway", "rss_kib", "KiB", False),
     ("io-wq threads, peak bulk 8 c→s", "bulk8-fwd", "iowq_peak", "threads", False),
     ("io-wq threads, peak bulk 1 c→s", "bulk1-fwd", "iowq_peak", "threads", False),
     ("io-wq threads, peak churn", "churn", "iowq_peak", "threads", False),
@@ -496,12 +537,14 @@ ROWS = [
 def fmt(v, unit: str) -> str:
     if v is None:
         return "n/a"
-    if unit in ("KiB", "threads", "conn/s", "calls/GB"):
+    if unit in ("KiB", "threads", "conn/s", "req/s", "calls/GB"):
         return f"{v:,.0f}"
     if unit == "Gbit/s":
         return f"{v:.2f}"
     if unit == "µs":
         return f"{v:.1f}"
+    if unit == "CPU µs/req":
+        return f"{v:.2f}"
     return f"{v:.3f}"
 
 
@@ -575,9 +618,12 @@ def markdown(meta: dict, summary: dict, results: dict, peers: list[str], workloa
              " (other work on the machine skews absolute numbers; ratios within a run are interleaved)")
     L.append(f"- Rounds: {meta['rounds']} (interleaved round → workload → peer; medians shown)")
     L.append(f"- Durations: iperf3 -t {meta['duration']}s, sockperf -t {meta['rr_duration']}s, "
-             f"churn {meta['churn_duration']}s × {meta['churn_conns']} conns, syscalls -n {meta['syscall_bytes']}")
-    for k in ("uring-fwd", BASE_PEER, "haproxy", "nginx", "go", "socat", "iperf3", "sockperf", "wrk", "strace"):
-        if k != BASE_PEER or k in meta["versions"]:
+             f"churn {meta['churn_duration']}s × {meta['churn_conns']} conns, "
+             f"gateway {meta['gateway_duration']}s × {meta['gateway_conns']} keep-alive conns, "
+             f"syscalls -n {meta['syscall_bytes']}")
+    for k in ("uring-fwd", BASE_PEER, GATEWAY_PEER, "floors", "haproxy", "nginx", "go", "socat",
+              "iperf3", "sockperf", "wrk", "strace"):
+        if k not in (BASE_PEER, GATEWAY_PEER, "floors") or k in meta["versions"]:
             L.append(f"- {k}: {meta['versions'].get(k, '?')}")
     L.append("")
     rows = [r for r in ROWS if r[1] in workloads]
@@ -599,6 +645,8 @@ def markdown(meta: dict, summary: dict, results: dict, peers: list[str], workloa
     L.append("")
     if "baseline" in meta and {"uring-fwd", BASE_PEER} <= set(peers):
         L += baseline_table(meta, med, results, rows)
+    L += floor_tables(med, peers, workloads, fmt)
+    L += gateway_table(med, results, peers, workloads, fmt, paired_ratios)
     for mine in [p for p in peers if p == "uring-fwd" or p in URING_VARIANTS]:
         others = [p for p in peers if p != mine]
         L.append(f"## Ratio {mine} ÷ peer (same run)")
@@ -648,6 +696,10 @@ def parse_args(argv: list[str]):
     ap.add_argument("--rr-duration", type=int, default=None, help="sockperf -t seconds (default 10)")
     ap.add_argument("--churn-duration", type=int, default=None, help="wrk -d seconds (default 10)")
     ap.add_argument("--churn-conns", type=int, default=32, help="wrk concurrent connections (default 32)")
+    ap.add_argument("--gateway-duration", type=int, default=None,
+                    help="gateway workload: wrk -d seconds (default 10)")
+    ap.add_argument("--gateway-conns", type=int, default=256,
+                    help="gateway workload: wrk keep-alive connections (default 256)")
     ap.add_argument("--syscall-bytes", default=None, help="iperf3 -n for the strace run (default 1G)")
     ap.add_argument("--syscall-timeout", type=int, default=300, help="limit for the traced transfer (s)")
     ap.add_argument("--unpinned", action="store_true", help="do not taskset anything")
@@ -670,6 +722,7 @@ def parse_args(argv: list[str]):
     a.duration = a.duration if a.duration is not None else (1 if q else 10)
     a.rr_duration = a.rr_duration if a.rr_duration is not None else (1 if q else 10)
     a.churn_duration = a.churn_duration if a.churn_duration is not None else (1 if q else 10)
+    a.gateway_duration = a.gateway_duration if a.gateway_duration is not None else (1 if q else 10)
     a.syscall_bytes = a.syscall_bytes if a.syscall_bytes is not None else ("128M" if q else "1G")
     peers = [p.strip() for p in a.peers.split(",") if p.strip()]
     for p in peers:
@@ -813,6 +866,7 @@ def main(argv: list[str]) -> int:
             "rounds": args.rounds,
             "duration": args.duration, "rr_duration": args.rr_duration,
             "churn_duration": args.churn_duration, "churn_conns": args.churn_conns,
+            "gateway_duration": args.gateway_duration, "gateway_conns": args.gateway_conns,
             "syscall_bytes": args.syscall_bytes,
             "peers": args.peer_list, "workloads": args.workload_list,
             "versions": {
@@ -834,6 +888,17 @@ def main(argv: list[str]) -> int:
                 ctx.base_bin, ctx.base_extra, f"{ctx.base_short} = --baseline {args.baseline}",
                 ctx.base_err)
     try:
+        if any(p in FLOOR_PEERS for p in args.peer_list):
+            ctx.floor_bins, ctx.floor_errs = build_floors(tmp)
+            for p, err in ctx.floor_errs.items():
+                log(f"{p}: {err}")
+            meta["versions"]["floors"] = describe_floors(ctx.floor_bins)
+        if GATEWAY_PEER in args.peer_list:
+            log(f"building {GATEWAY_PEER}")
+            ctx.gateway_bin, ctx.gateway_err = build_example_gateway(ctx.uring_bin, args.build_jobs)
+            if ctx.gateway_err:
+                log(f"{GATEWAY_PEER}: {ctx.gateway_err}")
+            meta["versions"][GATEWAY_PEER] = describe_gateway(ctx.gateway_bin, ctx.gateway_err)
         if "goproxy" in args.peer_list:
             log("building goproxy")
             build_goproxy(ctx)
@@ -849,7 +914,8 @@ def main(argv: list[str]) -> int:
                     r["round"] = rnd
                     results[w][p].append(r)
                     short = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()
-                             if k in ("gbps", "p50_us", "p99_us", "conn_per_s", "cpu_s_per_gb",
+                             if k in ("gbps", "p50_us", "p99_us", "conn_per_s", "req_per_s",
+                                      "cpu_s_per_gb", "cpu_us_per_req", "cpu_ms_per_1k_conn",
                                       "syscalls_per_gb", "rss_kib", "iowq_peak", "error",
                                       "peer_failed", "skipped", "socket_errors")}
                     log(f"round {rnd}/{args.rounds} {w:10s} {p:15s} {r['wall_s']:5.1f}s {short}")
