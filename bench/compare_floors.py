@@ -88,7 +88,9 @@ def floor_tables(med: dict, peers: list[str], workloads: list[str], fmt) -> list
         return []
     L: list[str] = []
     for floor in floors:
-        others = [p for p in peers if p != floor]
+        # Peers with none of these rows (the example gateway, a peer that failed) are left out.
+        others = [p for p in peers if p != floor and any(
+            med.get(w, {}).get(p, {}).get(k) is not None for _, w, k, _, _ in rows)]
         L += [f"## Ratio peer ÷ {floor} (bulk, same run)", "",
               f"Each peer's median ÷ {floor}'s median. Gbit/s: >1 is faster than the floor. "
               "CPU s/GB: >1 is that many times the floor's CPU per GB.", "",
