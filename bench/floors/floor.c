@@ -79,8 +79,9 @@ int floor_main(int argc, char** argv, floor_pump pump) {
     }
     for (;;) {
         int client = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+        /* ECONNABORTED: that client gave up. EMFILE: bench/compare raises the limit. */
         if (client < 0) {
-            continue; /* ECONNABORTED, EMFILE: the client gets reset, the floor goes on */
+            continue;
         }
         int up = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (up < 0 || connect(up, (struct sockaddr*)&upstream, sizeof upstream) != 0) {
