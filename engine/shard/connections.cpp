@@ -24,6 +24,17 @@ uint64_t hash_of_peer(int fd) {
     return peer ? hash_client_address(peer->storage) : 0;
 }
 
+// The address the connection was forwarded to. A member's or the selector's address is
+// the one connected to, known already: no getpeername(2) per connection for observers.
+Endpoint upstream_endpoint(const Connection& conn) {
+    if (conn.member >= 0)
+        return to_endpoint(
+            conn.route->route.members[static_cast<std::size_t>(conn.member)].address);
+    if (conn.has_chosen)
+        return to_endpoint(conn.chosen);
+    return peer_endpoint(conn.upstream.get()); // a pair handed over connected (forward_pair)
+}
+
 } // namespace
 
 int Connections::open(int client_fd, bool client_is_tcp, ShardRoute& r,
@@ -215,7 +226,7 @@ void Connections::start_forwarding(Connection& conn) {
     conn.phase = Phase::Forwarding;
     conn.connected_at = conn.last_active = shard_.now;
     if (shard_.config.observer)
-        conn.upstream_address = peer_endpoint(conn.upstream.get());
+        conn.upstream_address = upstream_endpoint(conn);
     conn.dir(Side::ToUpstream).src = conn.client.get();
     conn.dir(Side::ToUpstream).dst = conn.upstream.get();
     conn.dir(Side::ToClient).src = conn.upstream.get();
