@@ -78,7 +78,7 @@ uringfwd::EngineConfig config_from_file(const CLI::App& app, const uringfwd::cli
 // SIGHUP: read the file again and serve its routes. A file with errors (each printed
 // as FILE:LINE: message) changes nothing; engine-wide settings wait for a restart.
 void reload(uringfwd::Engine& engine, const CLI::App& app, const uringfwd::cli::Flags& flags,
-            uringfwd::EngineConfig& running) {
+            uringfwd::EngineConfig& running, const uringfwd::OperationsConfig& operations) {
     if (flags.config_path.empty()) {
         std::fprintf(stderr, "uring-fwd: SIGHUP: no --config file to read again; ignored\n");
         return;
@@ -104,6 +104,10 @@ void reload(uringfwd::Engine& engine, const CLI::App& app, const uringfwd::cli::
     }
     // The engine has logged the new routes and what needs a restart.
     running.routes = loaded.config->routes;
+    uringfwd::cli::apply_operation_flags(app, flags, loaded.operations);
+    if (!(loaded.operations == operations))
+        std::fprintf(stderr, "uring-fwd: SIGHUP: metrics and access_log keep their settings "
+                             "until a restart\n");
     std::fprintf(stderr, "uring-fwd: SIGHUP: reloaded %s\n", flags.config_path.c_str());
 }
 
@@ -196,7 +200,7 @@ int main(int argc, char** argv) {
             if (access_log)
                 access_log->reopen();
         } else if (sig == SIGHUP && !stopping) {
-            reload(*engine, app, flags, config);
+            reload(*engine, app, flags, config, operations);
         } else if ((sig == SIGINT || sig == SIGTERM) && !stopping) {
             stopping = true;
             std::fprintf(stderr,

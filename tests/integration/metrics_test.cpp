@@ -8,9 +8,13 @@
 #include "tests/support/proc_stats.hpp"
 #include "tests/support/socket_io.hpp"
 #include "tests/support/sockets.hpp"
+#include "tests/support/temp_config_file.hpp"
 #include "tests/support/transfer_checks.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <signal.h>
 
 #include <array>
 #include <cstddef>
@@ -128,6 +132,33 @@ TEST(Metrics, ConnectFailuresCountedPerMemberAndReason) {
     EXPECT_EQ(sum_of(s, "uringfwd_upstream_connects_total", good), 1);
     EXPECT_EQ(sum_of(s, "uringfwd_upstream_forwarded_bytes_total", good), 2000);
     EXPECT_EQ(sum_of(s, "uringfwd_upstream_forwarded_bytes_total", bad), 0);
+}
+
+// [engine] metrics from the file, served; a SIGHUP that changes it says it waits for a
+// restart and the endpoint keeps serving.
+TEST(Metrics, FromTheConfigFileAndKeptOverSighup) {
+    EchoServer echo;
+    const auto file_text = [&](const std::string& metrics) {
+        return fmt::format("[engine]\nshards = 1\nmetrics = \"{}\"\n[[route]]\nname = \"web\"\n"
+                           "listen = \"127.0.0.1:0\"\n  [[route.upstream]]\n  address = \"{}\"\n",
+                           metrics, echo.endpoint().to_string());
+    };
+    const ConfigFile file{file_text("127.0.0.1:0")};
+    BinaryProcess fwd{uring_fwd_binary(), {"--config", file.path()}};
+    ASSERT_TRUE(fwd.wait_listening(Deadline{10s}).has_value()) << fwd.stderr_text();
+    const auto port = metrics_port(fwd, Deadline{5s});
+    ASSERT_TRUE(port.has_value()) << fwd.stderr_text();
+    EXPECT_EQ(sum_of(parse_samples(scrape_metrics(*port, Deadline{5s})),
+                     "uringfwd_route_connections_accepted_total", "route=\"web\""),
+              0);
+
+    file.write(file_text("127.0.0.1:1"));
+    fwd.signal(SIGHUP);
+    EXPECT_TRUE(
+        eventually([&] { return fwd.stderr_text().find("until a restart") != std::string::npos; },
+                   Deadline{5s}))
+        << fwd.stderr_text();
+    EXPECT_NE(scrape_metrics(*port, Deadline{5s}).find("uringfwd_build_info"), std::string::npos);
 }
 
 TEST(Metrics, BadAddressIsOneLineError) {

@@ -27,6 +27,8 @@ struct OperationsConfig {
     // A file to append one line per closed connection to, "-" for stderr; empty: off.
     std::string access_log;
     AccessLogFormat access_log_format = AccessLogFormat::Text;
+
+    bool operator==(const OperationsConfig&) const = default;
 };
 
 } // namespace uringfwd
