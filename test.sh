@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up and runs the whole test suite; the last line is "N passed, M failed".
 #   1. optimized build (debugoptimized): unit, integration (once per data path: auto,
-#      splice, copy) and hardening suites
+#      splice, copy), hardening and interop (outside tools: promtool) suites
 #   2. liburingfwd installed from step 1's build and used by a small program, through
 #      pkg-config (shared and static) and as a meson subproject (scripts/check-install.sh)
 #   3. unit + integration (auto and copy) under AddressSanitizer + UndefinedBehaviorSanitizer

@@ -10,6 +10,7 @@ packages=(
   build-essential pkg-config meson ninja-build
   liburing-dev libfmt-dev libcli11-dev        # the engine
   libtomlplusplus-dev                         # the engine: its configuration file
+  prometheus-cpp-dev                          # the binary's /metrics (not liburingfwd)
   socat                                       # the demo's echo server, some tests
 )
 if [[ "${1:-}" != "--run" ]]; then
@@ -17,6 +18,7 @@ if [[ "${1:-}" != "--run" ]]; then
     libgtest-dev libgmock-dev libssl-dev      # the tests (OpenSSL for SHA-256 of payloads)
     python3 iproute2 procps util-linux        # test helpers (ip netns, prlimit, setpriv)
     clang libclang-rt-14-dev                  # fuzz targets
+    prometheus                                # interop suite: promtool check metrics
   )
 fi
 if [[ "${1:-}" == "--bench" ]]; then

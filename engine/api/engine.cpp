@@ -228,6 +228,8 @@ std::vector<ShardStats> Engine::Impl::shard_stats() const {
         s.cpu = shards_[i]->cpu();
         s.node = topology_.node_of_cpu(s.cpu);
         shards_[i]->counters().add_to(s.counters);
+        s.connect_time = shards_[i]->counters().connect_time.snapshot();
+        s.duration = shards_[i]->counters().duration.snapshot();
         s.counters.iowq_threads =
             workers[shards_[i]->counters().thread_id.load(std::memory_order_relaxed)];
         out.push_back(s);

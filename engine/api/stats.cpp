@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
+
 namespace uringfwd {
 
 std::string_view to_string(CloseReason reason) {
@@ -13,6 +15,40 @@ std::string_view to_string(CloseReason reason) {
 #undef URINGFWD_CLOSE_NAME
     }
     return "?";
+}
+
+std::string_view to_string(ConnectFailure failure) {
+    switch (failure) {
+    case ConnectFailure::Refused:
+        return "refused";
+    case ConnectFailure::Unreachable:
+        return "unreachable";
+    case ConnectFailure::TimedOut:
+        return "timed_out";
+    case ConnectFailure::Other:
+        break;
+    }
+    return "other";
+}
+
+ConnectFailure connect_failure_of(int error) {
+    switch (error) {
+    case ECONNREFUSED:
+        return ConnectFailure::Refused;
+    // ECANCELED: the linked timeout cancelled the connect (connections.cpp).
+    case ETIMEDOUT:
+    case ECANCELED:
+        return ConnectFailure::TimedOut;
+    case EHOSTUNREACH:
+    case ENETUNREACH:
+    case ENETDOWN:
+    case EHOSTDOWN:
+    case EADDRNOTAVAIL:
+    case ENOENT: // a Unix socket path that does not exist
+        return ConnectFailure::Unreachable;
+    default:
+        return ConnectFailure::Other;
+    }
 }
 
 uint64_t EngineStats::closed(CloseReason reason) const {

@@ -191,6 +191,16 @@ void add_flags(CLI::App& app, Flags& flags) {
                                           CLI::AsNumberWithUnit::CASE_SENSITIVE))
         ->check(CLI::Range(0L, 24L * 3600 * 1000))
         ->default_str("30s");
+    app.add_option("--metrics", flags.metrics,
+                   "serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9100 "
+                   "(default: not served)");
+    app.add_option("--access-log", flags.access_log,
+                   "one line per closed connection to this file (reopened on SIGUSR2, for "
+                   "logrotate) or - for stderr (default: off)");
+    app.add_option("--access-log-format", flags.access_log_format,
+                   "the access log's lines: text (key=value) or json (JSON Lines)")
+        ->check(CLI::IsMember({"text", "json"}))
+        ->capture_default_str();
     app.footer("With --config, the engine flags above (--shards, --cpus, --data-path, ...) "
                "override the file's [engine] values; --cpus and --numa-node replace its cpus "
                "and numa_nodes together.");
@@ -231,6 +241,23 @@ void apply_flags_over_file(const CLI::App& app, const Flags& flags, EngineConfig
                              "listen and forward",
                              flag));
     apply_engine_flags(app, flags, config);
+}
+
+void apply_operation_flags(const CLI::App& app, const Flags& flags, OperationsConfig& operations) {
+    if (app.count("--metrics") > 0) {
+        if (flags.metrics.empty()) {
+            operations.metrics.reset();
+        } else {
+            Endpoint address = parse_endpoint("--metrics", flags.metrics);
+            if (address.is_unix())
+                fail("--metrics: it must be a TCP address (HOST:PORT), not a Unix socket");
+            operations.metrics = address;
+        }
+    }
+    if (app.count("--access-log") > 0)
+        operations.access_log = flags.access_log;
+    if (app.count("--access-log-format") > 0)
+        operations.access_log_format = *parse_access_log_format(flags.access_log_format);
 }
 
 } // namespace uringfwd::cli

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "uringfwd/config.hpp"
+#include "uringfwd/operations.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -43,6 +44,10 @@ struct Flags {
     unsigned copy_buffers = EngineConfig{}.copy_buffers;
     long busy_poll_us = EngineConfig{}.busy_poll.count();
     long drain_timeout_ms = EngineConfig{}.drain_timeout.count();
+
+    std::string metrics;
+    std::string access_log;
+    std::string access_log_format = "text";
 };
 
 // Declares every flag on `app`, each writing into `flags`.
@@ -55,5 +60,9 @@ EngineConfig config_from_flags(const CLI::App& app, const Flags& flags);
 // After parsing, with --config: rejects the flags the file replaces, then writes each
 // engine-wide flag that was given over the file's value in `config`.
 void apply_flags_over_file(const CLI::App& app, const Flags& flags, EngineConfig& config);
+
+// After parsing: --metrics, --access-log and --access-log-format, each only when given,
+// over `operations` (the file's [engine] values, or the defaults without --config).
+void apply_operation_flags(const CLI::App& app, const Flags& flags, OperationsConfig& operations);
 
 } // namespace uringfwd::cli

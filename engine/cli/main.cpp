@@ -4,6 +4,8 @@
 
 #include "cli/flags.hpp"
 #include "cli/route_summary.hpp"
+#include "ops/access_log.hpp"
+#include "ops/metrics_server.hpp"
 #include "uringfwd/config_file.hpp"
 #include "uringfwd/version.hpp"
 
@@ -44,10 +46,19 @@ void print_stats(const uringfwd::Engine& engine) {
     std::fprintf(stderr, "uring-fwd: total: %s\n", engine.stats().to_line().c_str());
 }
 
+// The address a scraper uses: the bound port in place of 0.
+std::string metrics_address(uringfwd::Endpoint address, uint16_t port) {
+    address.port = port;
+    if (address.host.empty())
+        address.host = "0.0.0.0";
+    return address.to_string();
+}
+
 // --config FILE: the file's configuration with the engine flags given over it. A file
 // with errors prints each as "FILE:LINE: message" (what editors jump to) and exits 1;
 // --check stops after the file, printing "FILE: ok" and its routes.
-uringfwd::EngineConfig config_from_file(const CLI::App& app, const uringfwd::cli::Flags& flags) {
+uringfwd::EngineConfig config_from_file(const CLI::App& app, const uringfwd::cli::Flags& flags,
+                                        uringfwd::OperationsConfig& operations) {
     uringfwd::ConfigFileResult loaded = uringfwd::load_config_file(flags.config_path);
     if (!loaded.config) {
         for (const std::string& error : loaded.errors)
@@ -55,6 +66,7 @@ uringfwd::EngineConfig config_from_file(const CLI::App& app, const uringfwd::cli
         std::exit(1);
     }
     uringfwd::cli::apply_flags_over_file(app, flags, *loaded.config);
+    operations = loaded.operations;
     if (flags.check) {
         std::printf("%s: ok\n%s\n", flags.config_path.c_str(),
                     uringfwd::cli::summarize_routes(*loaded.config).c_str());
@@ -66,7 +78,7 @@ uringfwd::EngineConfig config_from_file(const CLI::App& app, const uringfwd::cli
 // SIGHUP: read the file again and serve its routes. A file with errors (each printed
 // as FILE:LINE: message) changes nothing; engine-wide settings wait for a restart.
 void reload(uringfwd::Engine& engine, const CLI::App& app, const uringfwd::cli::Flags& flags,
-            uringfwd::EngineConfig& running) {
+            uringfwd::EngineConfig& running, const uringfwd::OperationsConfig& operations) {
     if (flags.config_path.empty()) {
         std::fprintf(stderr, "uring-fwd: SIGHUP: no --config file to read again; ignored\n");
         return;
@@ -92,6 +104,10 @@ void reload(uringfwd::Engine& engine, const CLI::App& app, const uringfwd::cli::
     }
     // The engine has logged the new routes and what needs a restart.
     running.routes = loaded.config->routes;
+    uringfwd::cli::apply_operation_flags(app, flags, loaded.operations);
+    if (!(loaded.operations == operations))
+        std::fprintf(stderr, "uring-fwd: SIGHUP: metrics and access_log keep their settings "
+                             "until a restart\n");
     std::fprintf(stderr, "uring-fwd: SIGHUP: reloaded %s\n", flags.config_path.c_str());
 }
 
@@ -110,9 +126,11 @@ int main(int argc, char** argv) {
     });
     CLI11_PARSE(app, argc, argv);
 
+    uringfwd::OperationsConfig operations;
     uringfwd::EngineConfig config = flags.config_path.empty()
                                         ? uringfwd::cli::config_from_flags(app, flags)
-                                        : config_from_file(app, flags);
+                                        : config_from_file(app, flags, operations);
+    uringfwd::cli::apply_operation_flags(app, flags, operations);
 
     // A write to a socket the peer closed must come back as EPIPE, not kill us.
     signal(SIGPIPE, SIG_IGN);
@@ -124,15 +142,42 @@ int main(int argc, char** argv) {
     sigaddset(&signals, SIGTERM);
     sigaddset(&signals, SIGUSR1);
     sigaddset(&signals, SIGHUP);
+    sigaddset(&signals, SIGUSR2);
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
     rlim_t fd_limit = raise_fd_limit();
+
+    // Started before the engine (it is the engine's observer) and after the signal mask,
+    // which its writer thread inherits.
+    std::shared_ptr<uringfwd::ops::AccessLog> access_log;
+    if (!operations.access_log.empty()) {
+        try {
+            access_log = std::make_shared<uringfwd::ops::AccessLog>(operations.access_log,
+                                                                    operations.access_log_format);
+        } catch (const std::exception& e) {
+            fail(e.what());
+        }
+        config.observer = access_log;
+    }
 
     std::unique_ptr<uringfwd::Engine> engine;
     try {
         engine = uringfwd::Engine::start(config);
     } catch (const uringfwd::StartError& e) {
         fail(e.what());
+    }
+    std::unique_ptr<uringfwd::ops::MetricsServer> metrics;
+    if (operations.metrics) {
+        try {
+            metrics = std::make_unique<uringfwd::ops::MetricsServer>(*operations.metrics, *engine,
+                                                                     access_log.get());
+        } catch (const std::exception& e) {
+            engine->stop(std::chrono::milliseconds{0});
+            engine->wait();
+            fail(e.what());
+        }
+        std::fprintf(stderr, "uring-fwd: metrics at http://%s/metrics\n",
+                     metrics_address(*operations.metrics, metrics->port()).c_str());
     }
     // Each connection takes two fds, each pipe two; keep a few for the rest.
     long pipe_fds = static_cast<long>(config.max_pipes) * 2;
@@ -149,8 +194,13 @@ int main(int argc, char** argv) {
         int sig = sigtimedwait(&signals, nullptr, &tick);
         if (sig == SIGUSR1) {
             print_stats(*engine);
+        } else if (sig == SIGUSR2) {
+            // logrotate has renamed the file: lines buffered go to it, the rest to a
+            // new file at the path.
+            if (access_log)
+                access_log->reopen();
         } else if (sig == SIGHUP && !stopping) {
-            reload(*engine, app, flags, config);
+            reload(*engine, app, flags, config, operations);
         } else if ((sig == SIGINT || sig == SIGTERM) && !stopping) {
             stopping = true;
             std::fprintf(stderr,
@@ -166,5 +216,8 @@ int main(int argc, char** argv) {
             break;
     }
     engine->wait();
+    metrics.reset();
+    if (access_log)
+        access_log->stop(); // every line of every connection closed
     return 0;
 }

@@ -100,28 +100,29 @@ ConfigFileResult parse_config(std::string_view text, std::string_view source_nam
     } catch (const toml::parse_error& e) {
         // toml++ stops at the first syntax error: nothing after it can be trusted.
         errors.add(e.source().begin.line, fmt::format("TOML syntax error: {}", e.description()));
-        return {std::nullopt, errors.lines()};
+        return {std::nullopt, errors.lines(), {}};
     }
 
     EngineConfig config;
+    OperationsConfig operations;
     config::TableReader top(root, errors, "", "", "at the top level");
     if (const toml::table* engine = top.table("engine"))
-        config::read_engine_section(*engine, read_topology, errors, config);
+        config::read_engine_section(*engine, read_topology, errors, config, operations);
     std::vector<ParsedRoute> routes = read_routes(top, errors);
     check_unique_names(routes, errors);
     check_unique_listeners(routes, errors);
     top.report_unknown_keys();
 
     if (!errors.empty())
-        return {std::nullopt, errors.lines()};
+        return {std::nullopt, errors.lines(), {}};
     for (ParsedRoute& r : routes)
         config.routes.push_back(std::move(r.route));
-    return {std::move(config), {}};
+    return {std::move(config), {}, std::move(operations)};
 }
 
 ConfigFileResult load_config_file(const std::string& path, const TopologyReader& read_topology) {
     const auto fail = [&](std::string_view why) {
-        return ConfigFileResult{std::nullopt, {fmt::format("{}: cannot read: {}", path, why)}};
+        return ConfigFileResult{std::nullopt, {fmt::format("{}: cannot read: {}", path, why)}, {}};
     };
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0)

@@ -79,10 +79,26 @@ bool pipe_size_ok(int64_t n) {
     return n == 0 || (n >= 4096 && n <= (int64_t{1} << 30));
 }
 
+// metrics = "HOST:PORT": a TCP address (the exposer is an HTTP server).
+void read_metrics(TableReader& reader, OperationsConfig& operations) {
+    const auto text = reader.string("metrics");
+    if (!text || text->empty())
+        return;
+    try {
+        Endpoint e = Endpoint::parse(*text);
+        if (e.is_unix())
+            throw std::invalid_argument("it must be a TCP address (HOST:PORT), not a Unix socket");
+        operations.metrics = e;
+    } catch (const std::invalid_argument& e) {
+        reader.error(line_of(*reader.get("metrics")),
+                     fmt::format("metrics {}: {}", quote_input(*text), e.what()));
+    }
+}
+
 } // namespace
 
 void read_engine_section(const toml::table& table, const TopologyReader& read_topology,
-                         ErrorList& errors, EngineConfig& config) {
+                         ErrorList& errors, EngineConfig& config, OperationsConfig& operations) {
     TableReader reader(table, errors, "", "[engine] ", "in [engine]");
 
     if (const auto v = reader.integer("shards", 0, kMaxCpu + 1))
@@ -111,6 +127,11 @@ void read_engine_section(const toml::table& table, const TopologyReader& read_to
         config.drain_timeout = std::chrono::duration_cast<milliseconds>(*v);
     if (const auto v = reader.one_of("log_level", {"error", "warn", "info", "debug"}))
         config.log_level = *parse_log_level(*v);
+    read_metrics(reader, operations);
+    if (const auto v = reader.string("access_log"))
+        operations.access_log = *v;
+    if (const auto v = reader.one_of("access_log_format", {"text", "json"}))
+        operations.access_log_format = *parse_access_log_format(*v);
 
     reader.report_unknown_keys();
 }

@@ -9,8 +9,9 @@
 
 namespace uringfwd::config {
 
-// Writes each valid key of `table` into `config`; records an error for each bad one.
+// Writes each valid key of `table` into `config` (or `operations`: metrics and the
+// access log); records an error for each bad one.
 void read_engine_section(const toml::table& table, const TopologyReader& read_topology,
-                         ErrorList& errors, EngineConfig& config);
+                         ErrorList& errors, EngineConfig& config, OperationsConfig& operations);
 
 } // namespace uringfwd::config

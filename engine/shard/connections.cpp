@@ -24,6 +24,17 @@ uint64_t hash_of_peer(int fd) {
     return peer ? hash_client_address(peer->storage) : 0;
 }
 
+// The address the connection was forwarded to. A member's or the selector's address is
+// the one connected to, known already: no getpeername(2) per connection for observers.
+Endpoint upstream_endpoint(const Connection& conn) {
+    if (conn.member >= 0)
+        return to_endpoint(
+            conn.route->route.members[static_cast<std::size_t>(conn.member)].address);
+    if (conn.has_chosen)
+        return to_endpoint(conn.chosen);
+    return peer_endpoint(conn.upstream.get()); // a pair handed over connected (forward_pair)
+}
+
 } // namespace
 
 int Connections::open(int client_fd, bool client_is_tcp, ShardRoute& r,
@@ -215,7 +226,7 @@ void Connections::start_forwarding(Connection& conn) {
     conn.phase = Phase::Forwarding;
     conn.connected_at = conn.last_active = shard_.now;
     if (shard_.config.observer)
-        conn.upstream_address = peer_endpoint(conn.upstream.get());
+        conn.upstream_address = upstream_endpoint(conn);
     conn.dir(Side::ToUpstream).src = conn.client.get();
     conn.dir(Side::ToUpstream).dst = conn.upstream.get();
     conn.dir(Side::ToClient).src = conn.upstream.get();
@@ -271,6 +282,7 @@ void Connections::connect_failed(Connection& conn, int result) {
     }
     auto m = static_cast<std::size_t>(conn.member);
     ++r.failures[m];
+    ++r.failures_by[m][static_cast<std::size_t>(connect_failure_of(-result))];
     r.pool.closed(m);
     conn.member_counted = false;
     if (r.pool.connect_failed(m, shard_.now))
@@ -379,9 +391,32 @@ void Connections::finalize(Connection& conn) {
     ++r.closed[static_cast<std::size_t>(conn.close_reason)];
     ShardCounters& counters = shard_.io.counters();
     bump(counters.closed(conn.close_reason));
+    count_closed(conn, counters);
     table_.release(conn); // closes both sockets
     drop(counters.active);
     room_(r);
+}
+
+// Per route and member bytes and the two histograms: plain adds on this shard's own
+// memory, once per connection rather than per transfer.
+void Connections::count_closed(const Connection& conn, ShardCounters& counters) {
+    ShardRoute& r = *conn.route;
+    const uint64_t up = conn.bytes[static_cast<int>(Side::ToUpstream)];
+    const uint64_t down = conn.bytes[static_cast<int>(Side::ToClient)];
+    r.bytes_to_upstream += up;
+    r.bytes_to_client += down;
+    bool connected = conn.connected_at.time_since_epoch().count() != 0;
+    if (connected && conn.member >= 0) {
+        auto m = static_cast<std::size_t>(conn.member);
+        r.member_bytes_to_upstream[m] += up;
+        r.member_bytes_to_client[m] += down;
+    }
+    using std::chrono::duration_cast;
+    using std::chrono::microseconds;
+    if (connected)
+        counters.connect_time.observe(
+            duration_cast<microseconds>(conn.connected_at - conn.opened_at));
+    counters.duration.observe(duration_cast<microseconds>(shard_.now - conn.opened_at));
 }
 
 void Connections::after_batch() {

@@ -74,6 +74,7 @@ private:
     void close(Connection& conn, CloseReason reason);
     void settle(Connection& conn);
     void finalize(Connection& conn);
+    void count_closed(const Connection& conn, ShardCounters& counters);
     std::string tried_names(const Connection& conn) const;
 
     ShardContext& shard_;

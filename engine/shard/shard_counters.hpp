@@ -4,6 +4,7 @@
 // exact, and it keeps locked instructions off the data path.
 #pragma once
 
+#include "shard/shard_histogram.hpp"
 #include "uringfwd/stats.hpp"
 
 #include <atomic>
@@ -19,6 +20,9 @@ struct ShardCounters {
 #undef URINGFWD_SHARD_COUNTER
     // The shard thread's tid: its io-wq workers are named "iou-wrk-<tid>".
     std::atomic<int> thread_id{0};
+    // Counted in Connections::finalize(), once per connection (ShardStats).
+    ShardHistogram<kConnectTimeBoundsUs.size()> connect_time{kConnectTimeBoundsUs};
+    ShardHistogram<kDurationBoundsUs.size()> duration{kDurationBoundsUs};
 
     std::atomic<uint64_t>& closed(CloseReason reason) {
         switch (reason) {

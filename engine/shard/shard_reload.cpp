@@ -150,6 +150,8 @@ void Shard::add_route_stats(std::vector<RouteStats>& out) const {
             it = out.insert(out.end(), std::move(fresh));
         }
         it->accepted += shard_route->accepted;
+        it->bytes_to_upstream += shard_route->bytes_to_upstream;
+        it->bytes_to_client += shard_route->bytes_to_client;
         it->active += shard_route->active;
         it->waiting += shard_route->waiting.size();
         for (std::size_t i = 0; i < kCloseReasonCount; ++i)
@@ -159,6 +161,10 @@ void Shard::add_route_stats(std::vector<RouteStats>& out) const {
             member.active += shard_route->pool.member(m).active;
             member.connects += shard_route->connects[m];
             member.failures += shard_route->failures[m];
+            for (std::size_t f = 0; f < kConnectFailureCount; ++f)
+                member.connect_failures[f] += shard_route->failures_by[m][f];
+            member.bytes_to_upstream += shard_route->member_bytes_to_upstream[m];
+            member.bytes_to_client += shard_route->member_bytes_to_client[m];
             member.up = member.up && shard_route->pool.up(m, std::chrono::steady_clock::now());
         }
     }

@@ -26,7 +26,8 @@ ShardRoute::ShardRoute(const Route& r, std::shared_ptr<const RouteTable> t, std:
     : table(std::move(t)), route(r),
       pool(with_passive_health_where_useful(r.pool), member_keys(r), shards),
       limit(per_shard_limit(r.max_connections, shards)), connects(r.members.size(), 0),
-      failures(r.members.size(), 0) {}
+      failures(r.members.size(), 0), failures_by(r.members.size()),
+      member_bytes_to_upstream(r.members.size(), 0), member_bytes_to_client(r.members.size(), 0) {}
 
 void ShardRoute::refresh_health() {
     if (!table->health)

@@ -7,6 +7,7 @@
 #include "routing/pool_state.hpp"
 #include "routing/route_table.hpp"
 #include "routing/shard_limit.hpp"
+#include "uringfwd/stats.hpp"
 
 #include <array>
 #include <chrono>
@@ -40,6 +41,14 @@ struct ShardRoute {
     std::array<uint64_t, kCloseReasonCount> closed{};
     std::vector<uint64_t> connects; // per member: connects that succeeded
     std::vector<uint64_t> failures; // per member: connects that failed
+    // per member: failures by ConnectFailure
+    std::vector<std::array<uint64_t, kConnectFailureCount>> failures_by;
+    // Bytes of closed connections: of the route, and per member (the member the
+    // connection was forwarded to).
+    uint64_t bytes_to_upstream = 0;
+    uint64_t bytes_to_client = 0;
+    std::vector<uint64_t> member_bytes_to_upstream;
+    std::vector<uint64_t> member_bytes_to_client;
 
     bool full() const { return limit != 0 && active >= limit; }
     // Takes the health checker's latest verdicts into the pool (when it has checks).

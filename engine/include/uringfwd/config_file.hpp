@@ -5,6 +5,7 @@
 
 #include "uringfwd/config.hpp"
 #include "uringfwd/numa_topology.hpp"
+#include "uringfwd/operations.hpp"
 
 #include <chrono>
 #include <functional>
@@ -20,6 +21,8 @@ struct ConfigFileResult {
     std::optional<EngineConfig> config;
     // "FILE:LINE: message", one line each (no newline inside), ordered by line.
     std::vector<std::string> errors;
+    // [engine] metrics, access_log and access_log_format (valid when `config` is set).
+    OperationsConfig operations;
 };
 
 // [engine] numa_nodes is turned into CPUs while parsing (EngineConfig holds CPUs only), so

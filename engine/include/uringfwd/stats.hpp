@@ -4,11 +4,13 @@
 
 #include "uringfwd/close_reason.hpp"
 #include "uringfwd/counter_list.hpp"
+#include "uringfwd/histogram.hpp"
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace uringfwd {
@@ -52,7 +54,22 @@ struct ShardStats {
     int cpu = -1;  // the CPU the shard is pinned to
     int node = -1; // its NUMA node, -1 if unknown
     EngineStats counters;
+    // Accept to upstream connected, for each connection that got connected, and accept
+    // to close, for every connection; counted as each connection closes.
+    HistogramSnapshot connect_time;
+    HistogramSnapshot duration;
 };
+
+// Why a connect to a pool member failed (MemberStats::connect_failures).
+enum class ConnectFailure : uint8_t {
+    Refused,     // ECONNREFUSED: nothing listens there
+    Unreachable, // EHOSTUNREACH, ENETUNREACH, EADDRNOTAVAIL, ...: no route to it
+    TimedOut,    // no answer within connect_timeout
+    Other,       // any other error
+};
+inline constexpr std::size_t kConnectFailureCount = 4;
+std::string_view to_string(ConnectFailure failure); // "refused", "unreachable", ...
+ConnectFailure connect_failure_of(int error);       // from a positive errno
 
 // One pool member, summed over shards (Engine::route_stats).
 struct MemberStats {
@@ -61,6 +78,11 @@ struct MemberStats {
     uint64_t active = 0;   // connections to it now, connecting included
     uint64_t connects = 0; // connects that succeeded
     uint64_t failures = 0; // connects refused, unreachable or timed out
+    // failures, by why, indexed by ConnectFailure.
+    std::array<uint64_t, kConnectFailureCount> connect_failures{};
+    // Bytes of the connections to it, counted as each one closes.
+    uint64_t bytes_to_upstream = 0;
+    uint64_t bytes_to_client = 0;
 };
 
 // One route, summed over shards. Counts start when the route is configured: a
@@ -73,6 +95,9 @@ struct RouteStats {
     uint64_t waiting = 0;  // accepted while the route was at its limit, not yet let in
     // Connections closed per reason, indexed by CloseReason.
     std::array<uint64_t, kCloseReasonCount> closed{};
+    // Bytes of its connections (to any upstream), counted as each one closes.
+    uint64_t bytes_to_upstream = 0;
+    uint64_t bytes_to_client = 0;
     std::vector<MemberStats> members; // in the pool's order
 
     uint64_t closed_for(CloseReason reason) const {

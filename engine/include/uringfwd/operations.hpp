@@ -1,0 +1,34 @@
+// What runs beside the engine rather than in it: a Prometheus /metrics endpoint and an
+// access log. The engine offers what they need (Engine::shard_stats(), route_stats(),
+// member_health() and a ConnectionObserver); the uring-fwd binary serves them, and the
+// configuration file's [engine] table can name them (metrics, access_log,
+// access_log_format), so an embedding application that loads the file sees the same
+// settings.
+#pragma once
+
+#include "uringfwd/endpoint.hpp"
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace uringfwd {
+
+enum class AccessLogFormat {
+    Text, // one line of key=value pairs
+    Json, // one JSON object per line (JSON Lines)
+};
+std::string_view to_string(AccessLogFormat format); // "text", "json"
+std::optional<AccessLogFormat> parse_access_log_format(std::string_view text);
+
+struct OperationsConfig {
+    // Where to serve Prometheus metrics at /metrics (TCP "HOST:PORT"); none: not served.
+    std::optional<Endpoint> metrics;
+    // A file to append one line per closed connection to, "-" for stderr; empty: off.
+    std::string access_log;
+    AccessLogFormat access_log_format = AccessLogFormat::Text;
+
+    bool operator==(const OperationsConfig&) const = default;
+};
+
+} // namespace uringfwd

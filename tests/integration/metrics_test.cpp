@@ -1,0 +1,175 @@
+// The binary's /metrics (--metrics): scraped over HTTP while connections are open, its
+// values checked against traffic whose every byte is known (SHA-256-checked
+// transfers through an echo server).
+#include "tests/support/binary_process.hpp"
+#include "tests/support/echo_server.hpp"
+#include "tests/support/exchange.hpp"
+#include "tests/support/metrics_scrape.hpp"
+#include "tests/support/proc_stats.hpp"
+#include "tests/support/socket_io.hpp"
+#include "tests/support/sockets.hpp"
+#include "tests/support/temp_config_file.hpp"
+#include "tests/support/transfer_checks.hpp"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <array>
+#include <cstddef>
+#include <map>
+#include <string>
+
+namespace uringfwd::test {
+namespace {
+
+using namespace std::chrono_literals;
+using Samples = std::map<std::string, double>;
+
+struct Scraped {
+    uint16_t port = 0;
+    Samples last;
+    // Scrapes until `settled` holds (the engine counts a connection as it finalizes it,
+    // a moment after the client saw its end) or 10 s pass; the last scrape stays in
+    // `last` for the assertions to explain.
+    bool until(const std::function<bool(const Samples&)>& settled) {
+        return eventually(
+            [&] {
+                last = parse_samples(scrape_metrics(port, Deadline{5s}));
+                return settled(last);
+            },
+            Deadline{10s});
+    }
+};
+
+TEST(Metrics, ScrapeDuringTrafficCountsKnownTraffic) {
+    EchoServer echo;
+    RunningBinary fwd =
+        start_binary("127.0.0.1:0", echo.endpoint(), {"--shards", "2", "--metrics", "127.0.0.1:0"});
+    Scraped m;
+    const auto port = metrics_port(*fwd.process, Deadline{5s});
+    ASSERT_TRUE(port.has_value()) << fwd.process->stderr_text();
+    m.port = *port;
+
+    // Open across every scrape below: a connection in flight.
+    UniqueFd held = connect_to(fwd.endpoint);
+    ASSERT_EQ(send_text(held.get(), "ping", Deadline{5s}).status, IoStatus::Ok);
+    std::array<std::byte, 4> pong{};
+    ASSERT_EQ(recv_all(held.get(), pong, Deadline{5s}).status, IoStatus::Ok);
+
+    constexpr int kTransfers = 2;
+    constexpr uint64_t kSize = 512 * 1024;
+    for (int i = 0; i < kTransfers; ++i) {
+        UniqueFd client = connect_to(fwd.endpoint);
+        const ExchangeResult r = exchange(client, source_plan(kSize, 7 + i), Deadline{30s});
+        ASSERT_TRUE(SentAll(r, kSize)) << r.describe();
+        ASSERT_TRUE(ReceivedPayload(r, 7 + i, kSize)) << r.describe(); // echoed intact
+    }
+
+    const double moved = kTransfers * kSize;
+    const std::string to_up = "direction=\"to_upstream\"";
+    const std::string to_client = "direction=\"to_client\"";
+    const bool settled = m.until([&](const Samples& s) {
+        return sum_of(s, "uringfwd_route_connections_closed_total", "reason=\"clean\"") ==
+                   kTransfers &&
+               sum_of(s, "uringfwd_shard_to_client_bytes_total") == moved + 4;
+    });
+    EXPECT_TRUE(settled) << "last scrape never showed both transfers closed";
+    const Samples& s = m.last;
+    EXPECT_EQ(sum_of(s, "uringfwd_route_connections_accepted_total"), kTransfers + 1);
+    EXPECT_EQ(sum_of(s, "uringfwd_shard_accepted_total"), kTransfers + 1);
+    EXPECT_EQ(sum_of(s, "uringfwd_route_connections_active"), 1);
+    EXPECT_EQ(sum_of(s, "uringfwd_shard_active"), 1);
+    EXPECT_EQ(sum_of(s, "uringfwd_route_connections_closed_total"), kTransfers);
+    // Per route and member: bytes of closed connections, exactly the transfers'.
+    EXPECT_EQ(sum_of(s, "uringfwd_route_forwarded_bytes_total", to_up), moved);
+    EXPECT_EQ(sum_of(s, "uringfwd_route_forwarded_bytes_total", to_client), moved);
+    const std::string member = "upstream=\"" + echo.endpoint().to_string() + "\"";
+    EXPECT_EQ(sum_of(s, "uringfwd_upstream_forwarded_bytes_total", member), 2 * moved);
+    EXPECT_EQ(sum_of(s, "uringfwd_upstream_connects_total", member), kTransfers + 1);
+    EXPECT_EQ(sum_of(s, "uringfwd_upstream_connect_failures_total"), 0);
+    EXPECT_EQ(sum_of(s, "uringfwd_upstream_up", member), 1);
+    // Per shard, live: the open connection's ping counts already.
+    EXPECT_EQ(sum_of(s, "uringfwd_shard_to_upstream_bytes_total"), moved + 4);
+    // One observation per closed connection, summed over the two shards.
+    EXPECT_EQ(sum_of(s, "uringfwd_connection_duration_seconds_count"), kTransfers);
+    EXPECT_EQ(sum_of(s, "uringfwd_connection_duration_seconds_bucket", "le=\"+Inf\""), kTransfers);
+    EXPECT_EQ(sum_of(s, "uringfwd_upstream_connect_seconds_count"), kTransfers);
+    EXPECT_EQ(sum_of(s, "uringfwd_shard_info"), 2);
+    EXPECT_EQ(sum_of(s, "uringfwd_build_info"), 1);
+    held.reset(); // or the binary's stop would wait for it to drain
+}
+
+TEST(Metrics, ConnectFailuresCountedPerMemberAndReason) {
+    EchoServer echo;
+    ReservedPort refusing = reserve_refusing_port();
+    RunningBinary fwd =
+        start_binary("127.0.0.1:0", refusing.endpoint,
+                     {"--upstream", echo.endpoint().to_string(), "--shards", "1", "--retries", "1",
+                      "--balance", "round-robin", "--metrics", "127.0.0.1:0"});
+    Scraped m;
+    const auto port = metrics_port(*fwd.process, Deadline{5s});
+    ASSERT_TRUE(port.has_value()) << fwd.process->stderr_text();
+    m.port = *port;
+
+    // Round-robin starts at the refusing member: the first client is refused there and
+    // served by the echo server on its retry.
+    UniqueFd client = connect_to(fwd.endpoint);
+    const ExchangeResult r = exchange(client, source_plan(1000, 3), Deadline{10s});
+    ASSERT_TRUE(ReceivedPayload(r, 3, 1000)) << r.describe();
+
+    const std::string bad = "upstream=\"" + refusing.endpoint.to_string() + "\"";
+    const std::string good = "upstream=\"" + echo.endpoint().to_string() + "\"";
+    EXPECT_TRUE(m.until([&](const Samples& s) {
+        return sum_of(s, "uringfwd_route_connections_closed_total", "reason=\"clean\"") == 1;
+    }));
+    const Samples& s = m.last;
+    EXPECT_EQ(sum_of(s, "uringfwd_upstream_connect_failures_total", bad + "}"), 1);
+    EXPECT_EQ(sum_of(s, "uringfwd_upstream_connect_failures_total", "reason=\"refused\""), 1);
+    EXPECT_EQ(sum_of(s, "uringfwd_upstream_connect_failures_total", good + "}"), 0);
+    EXPECT_EQ(sum_of(s, "uringfwd_shard_upstream_failures_total"), 1);
+    EXPECT_EQ(sum_of(s, "uringfwd_upstream_connects_total", good), 1);
+    EXPECT_EQ(sum_of(s, "uringfwd_upstream_forwarded_bytes_total", good), 2000);
+    EXPECT_EQ(sum_of(s, "uringfwd_upstream_forwarded_bytes_total", bad), 0);
+}
+
+// [engine] metrics from the file, served; a SIGHUP that changes it says it waits for a
+// restart and the endpoint keeps serving.
+TEST(Metrics, FromTheConfigFileAndKeptOverSighup) {
+    EchoServer echo;
+    const auto file_text = [&](const std::string& metrics) {
+        return fmt::format("[engine]\nshards = 1\nmetrics = \"{}\"\n[[route]]\nname = \"web\"\n"
+                           "listen = \"127.0.0.1:0\"\n  [[route.upstream]]\n  address = \"{}\"\n",
+                           metrics, echo.endpoint().to_string());
+    };
+    const ConfigFile file{file_text("127.0.0.1:0")};
+    BinaryProcess fwd{uring_fwd_binary(), {"--config", file.path()}};
+    ASSERT_TRUE(fwd.wait_listening(Deadline{10s}).has_value()) << fwd.stderr_text();
+    const auto port = metrics_port(fwd, Deadline{5s});
+    ASSERT_TRUE(port.has_value()) << fwd.stderr_text();
+    EXPECT_EQ(sum_of(parse_samples(scrape_metrics(*port, Deadline{5s})),
+                     "uringfwd_route_connections_accepted_total", "route=\"web\""),
+              0);
+
+    file.write(file_text("127.0.0.1:1"));
+    fwd.signal(SIGHUP);
+    EXPECT_TRUE(
+        eventually([&] { return fwd.stderr_text().find("until a restart") != std::string::npos; },
+                   Deadline{5s}))
+        << fwd.stderr_text();
+    EXPECT_NE(scrape_metrics(*port, Deadline{5s}).find("uringfwd_build_info"), std::string::npos);
+}
+
+TEST(Metrics, BadAddressIsOneLineError) {
+    BinaryProcess fwd{
+        uring_fwd_binary(),
+        {"--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9", "--metrics", "unix:/tmp/x"}};
+    const auto status = fwd.wait_exit(Deadline{5s});
+    ASSERT_TRUE(status.has_value());
+    EXPECT_TRUE(status->exited && status->code == 1) << status->describe();
+    EXPECT_NE(fwd.stderr_text().find("--metrics"), std::string::npos) << fwd.stderr_text();
+}
+
+} // namespace
+} // namespace uringfwd::test
