@@ -30,7 +30,10 @@ URING_VARIANTS = {"uring-fwd-copy": ["--data-path", "copy"],
                   "uring-fwd-busy": ["--busy-poll", "50us"],
                   # the cost of routing: a 16-member Maglev pool (the members are all the
                   # one upstream, added in start_peer) instead of one upstream
-                  "uring-fwd-maglev16": ["--balance", "maglev"]}
+                  "uring-fwd-maglev16": ["--balance", "maglev"],
+                  # the cost of operating it: /metrics served and a JSON access log written
+                  # to a file (its address and path are added in start_peer)
+                  "uring-fwd-ops": ["--access-log-format", "json"]}
 # Extra --upstream copies of the upstream a variant gets (a pool of 1 + this many).
 URING_POOL_EXTRA = {"uring-fwd-maglev16": 15}
 ALL_PEERS += list(URING_VARIANTS)
@@ -177,6 +180,9 @@ stream {{
             argv += URING_VARIANTS[peer]
             for _ in range(URING_POOL_EXTRA.get(peer, 0)):
                 argv += ["--upstream", f"{LOOP}:{upstream_port}"]
+            if peer == "uring-fwd-ops":
+                argv += ["--metrics", f"{LOOP}:0",
+                         "--access-log", str(ctx.subdir(peer) / "access.log")]
     else:
         raise PeerFailed(f"unknown peer {peer}")
     if shutil.which(argv[0]) is None and not os.path.exists(argv[0]):
