@@ -378,6 +378,9 @@ std::vector<int> Engine::listener_fds() const {
 void Engine::release_listeners() {
     impl_->release_listeners();
 }
+void Engine::rearm_listeners() {
+    impl_->rearm_listeners();
+}
 std::vector<MemberHealth> Engine::member_health() const {
     return impl_->member_health();
 }

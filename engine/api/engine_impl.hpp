@@ -67,6 +67,7 @@ public:
     // inherited.cpp
     std::vector<int> listener_fds() const;
     void release_listeners();
+    void rearm_listeners();
 
     // reconfigure.cpp
     ReloadResult reconfigure(EngineConfig next);

@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <chrono>
+#include <thread>
 #include <cstring>
 #include <stdexcept>
 
@@ -96,7 +98,26 @@ void Engine::Impl::release_listeners() {
         std::function<void()> release = [s] { s->release_listeners(); };
         s->call(release); // false: that shard has ended, holding nothing
     }
+    // Return only once the cancelled accepts have come back: until then they still wait
+    // on the sockets' queues and may swallow a wake-up meant for the other process's
+    // accept (see rearm_listeners()). Milliseconds; bounded all the same.
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    for (const auto& shard : shards_) {
+        engine::Shard* s = shard.get();
+        bool idle = false;
+        std::function<void()> check = [s, &idle] { idle = s->listeners_idle(); };
+        while (s->call(check) && !idle && std::chrono::steady_clock::now() < give_up)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     log_.info("released the listening sockets: no longer accepting; open connections go on");
+}
+
+void Engine::Impl::rearm_listeners() {
+    for (const auto& shard : shards_) {
+        engine::Shard* s = shard.get();
+        std::function<void()> rearm = [s] { s->rearm_listeners(); };
+        s->call(rearm);
+    }
 }
 
 } // namespace uringfwd

@@ -197,7 +197,8 @@ void add_flags(CLI::App& app, Flags& flags) {
                    "binary upgrade without refusing a connection: a process started with the "
                    "same PATH while one runs takes over its listening sockets, and the old "
                    "one drains; SIGUSR2 makes the running process start its successor "
-                   "(the binary now at its path, same arguments)");
+                   "(the binary now at its path, same arguments)")
+        ->type_name("PATH");
     app.footer("With --config, the engine flags above (--shards, --cpus, --data-path, ...) "
                "override the file's [engine] values; --cpus and --numa-node replace its cpus "
                "and numa_nodes together.");

@@ -201,7 +201,11 @@ int main(int argc, char** argv) {
     const std::string serving = "serving: " + described.substr(0, described.find("; shard 0:"));
     if (takeover) {
         notify.main_pid_ready(serving);
-        if (takeover->finish())
+        const bool released = takeover->finish();
+        // A client whose wake-up went to the old process's cancelled accept is still
+        // queued: take it now (Engine::rearm_listeners()).
+        engine->rearm_listeners();
+        if (released)
             std::fprintf(stderr, "uring-fwd: upgrade: process %d stopped accepting and drains\n",
                          static_cast<int>(takeover->old_pid()));
         takeover.reset();

@@ -70,6 +70,9 @@ public:
     // holds it (the next process of a binary upgrade): our fd is closed, the socket
     // never shut down, and a client the accept already took is still served.
     void release();
+    // Ends the accept in flight, if any; the shard arms a new one when it has ended
+    // (keep_accepting()), which first accepts whatever waits in the backlog.
+    void rearm() { end_accept(); }
 
     // A reconfiguration moved this address to another route (its index): clients
     // accepted from now on are that route's.

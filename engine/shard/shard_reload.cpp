@@ -169,4 +169,17 @@ void Shard::release_listeners() {
         listener->release();
 }
 
+bool Shard::listeners_idle() const {
+    for (const auto& listener : listeners_)
+        if (!listener->in_flight().idle())
+            return false;
+    return true;
+}
+
+void Shard::rearm_listeners() {
+    for (auto& listener : listeners_)
+        if (!listener->stopped())
+            listener->rearm();
+}
+
 } // namespace uringfwd::engine

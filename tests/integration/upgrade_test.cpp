@@ -15,11 +15,14 @@
 
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -42,6 +45,7 @@ struct LoopFigures {
     std::atomic<uint64_t> refused{0}; // ECONNREFUSED
     std::atomic<uint64_t> reset{0};   // ECONNRESET, or EOF before the echo
     std::atomic<uint64_t> other{0};   // anything else (timeouts)
+    std::string first_failure;        // written by the loop's thread, read after join
 };
 
 // Opens connections one after another, each a 64-byte echo exchange, until `stop`.
@@ -53,6 +57,8 @@ void connect_loop(const Endpoint& at, const std::atomic<bool>& stop, LoopFigures
         const int err = try_connect(at, 5000ms, fd);
         if (err != 0) {
             ++(err == ECONNREFUSED ? figures.refused : figures.other);
+            if (figures.first_failure.empty())
+                figures.first_failure = fmt::format("connect: {}", std::strerror(err));
             continue;
         }
         const ExchangeResult r = exchange(fd, source_plan(64, 3), Deadline{5s});
@@ -63,6 +69,9 @@ void connect_loop(const Endpoint& at, const std::atomic<bool>& stop, LoopFigures
             ++figures.reset;
         else
             ++figures.other;
+        if (figures.first_failure.empty() && figures.served.load() != figures.attempted.load())
+            figures.first_failure = fmt::format("connection {}: {}", figures.attempted.load(),
+                                                r.describe());
     }
 }
 
@@ -122,9 +131,9 @@ TEST(Upgrade, NewProcessTakesOverWithoutRefusingOrResettingAConnection) {
                 static_cast<unsigned long long>(figures.refused.load()),
                 static_cast<unsigned long long>(figures.reset.load()),
                 static_cast<unsigned long long>(figures.other.load()));
-    EXPECT_EQ(figures.refused.load(), 0u);
+    EXPECT_EQ(figures.refused.load(), 0u) << figures.first_failure;
     EXPECT_EQ(figures.reset.load(), 0u);
-    EXPECT_EQ(figures.other.load(), 0u);
+    EXPECT_EQ(figures.other.load(), 0u) << figures.first_failure;
     EXPECT_EQ(figures.served.load(), figures.attempted.load());
     EXPECT_GT(figures.attempted.load(), before);
     EXPECT_EQ(transfer.received, kTransfer) << transfer.describe();
@@ -173,6 +182,73 @@ TEST(Upgrade, AFailedSuccessorLeavesTheOldProcessServing) {
         [&] { return old_process.stderr_text().find("serving on") != std::string::npos; },
         Deadline{5s}))
         << old_process.stderr_text();
+    for (int i = 0; i < 10; ++i) {
+        UniqueFd fd = connect_to(at, 5000ms);
+        const ExchangeResult r = exchange(fd, source_plan(64, 3), Deadline{5s});
+        ASSERT_EQ(r.received_sha256, payload_sha256(3, 64)) << i;
+    }
+}
+
+// The successor started on SIGUSR2 is the old process's child; once that one exits it
+// would be reparented out of our reach. As a subreaper for this test we get it, and end
+// and reap it ourselves.
+class Subreaper {
+public:
+    Subreaper() { ::prctl(PR_SET_CHILD_SUBREAPER, 1); }
+    ~Subreaper() {
+        if (pid_ > 0) {
+            ::kill(pid_, SIGTERM);
+            const Deadline deadline{5s};
+            while (::waitpid(pid_, nullptr, WNOHANG) == 0) {
+                if (deadline.expired()) {
+                    ::kill(pid_, SIGKILL);
+                    ::waitpid(pid_, nullptr, 0);
+                    break;
+                }
+                std::this_thread::sleep_for(10ms);
+            }
+        }
+        ::prctl(PR_SET_CHILD_SUBREAPER, 0);
+    }
+    void adopt(pid_t pid) { pid_ = pid; }
+
+private:
+    pid_t pid_ = -1;
+};
+
+TEST(Upgrade, SigusrTwoStartsTheSuccessorWhichTakesOver) {
+    Subreaper reaper;
+    EchoServer echo;
+    const Endpoint at{Endpoint::Kind::Inet, "127.0.0.1", free_port()};
+    const std::string control = unique_unix_path("upgrade-usr2");
+    const ConfigFile file{fmt::format(
+        "[engine]\nshards = 2\nupgrade_socket = \"{}\"\n[[route]]\nname = \"web\"\n"
+        "listen = \"{}\"\n  [[route.upstream]]\n  address = \"{}\"\n",
+        control, at.to_string(), echo.endpoint().to_string())};
+    BinaryProcess old_process{uring_fwd_binary(), {"--config", file.path()}};
+    ASSERT_TRUE(old_process.wait_listening(Deadline{10s})) << old_process.stderr_text();
+    UniqueFd before = connect_to(at, 5000ms); // open across the upgrade
+
+    old_process.signal(SIGUSR2);
+    // The successor writes to the same stderr as its parent.
+    const std::string started = "SIGUSR2: started ";
+    ASSERT_TRUE(eventually(
+        [&] { return old_process.stderr_text().find(" accepts now; draining") != std::string::npos; },
+        Deadline{10s}))
+        << old_process.stderr_text();
+    const std::string err = old_process.stderr_text();
+    const std::size_t at_pid = err.find(" as process ", err.find(started));
+    ASSERT_NE(at_pid, std::string::npos) << err;
+    const pid_t successor = static_cast<pid_t>(std::atol(err.c_str() + at_pid + 12));
+    ASSERT_GT(successor, 0) << err;
+    reaper.adopt(successor);
+
+    const ExchangeResult open = exchange(before, source_plan(4096, 5), Deadline{5s});
+    EXPECT_EQ(open.received_sha256, payload_sha256(5, 4096)) << open.describe();
+    const std::optional<ExitStatus> old_status = old_process.wait_exit(Deadline{10s});
+    ASSERT_TRUE(old_status) << old_process.stderr_text();
+    EXPECT_EQ(old_status->code, 0);
+    EXPECT_EQ(::kill(successor, 0), 0) << "the successor serves on";
     for (int i = 0; i < 10; ++i) {
         UniqueFd fd = connect_to(at, 5000ms);
         const ExchangeResult r = exchange(fd, source_plan(64, 3), Deadline{5s});

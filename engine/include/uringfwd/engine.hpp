@@ -90,6 +90,13 @@ public:
     // Clients an accept already took are served. Open connections go on; call
     // stop() afterwards to drain them. Returns once every shard has let go.
     void release_listeners();
+    // The other half, in the process that took the sockets over, once the old one's
+    // release_listeners() has returned: every listener's accept is armed anew, which
+    // first takes the clients already queued. The kernel wakes one exclusive waiter per
+    // client (io_uring's accept polls with EPOLLEXCLUSIVE), and a wake-up that reached
+    // the old process's accept while it was being cancelled is lost to us: without
+    // this, such a client would wait until the next one arrives.
+    void rearm_listeners();
 
     // Blocks until every shard has stopped.
     void wait();
