@@ -121,7 +121,7 @@ private:
     std::vector<std::vector<int>> inherited_;
     // release_listeners() was called: the sockets are someone else's now.
     bool released_ = false;
-    std::size_t shard_count_ = 0; // shards the engine starts with
+    std::size_t shard_count_ = 0;       // shards the engine starts with
     std::optional<int> steering_base_;  // CPU steering of TCP listeners (see launch())
     std::atomic<bool> stopping_{false}; // stop() was called: hand-overs are refused
     // The configuration being served: config_ with the routes of the last reconfigure().

@@ -11,9 +11,9 @@
 
 #include <cerrno>
 #include <chrono>
-#include <thread>
 #include <cstring>
 #include <stdexcept>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -29,8 +29,8 @@ engine::InheritedSocket describe_inherited(int fd) {
     int listening = 0;
     socklen_t len = sizeof(type);
     socklen_t len2 = sizeof(listening);
-    if (!S_ISSOCK(st.st_mode) ||
-        ::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM ||
+    if (!S_ISSOCK(st.st_mode) || ::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 ||
+        type != SOCK_STREAM ||
         ::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len2) != 0 || !listening)
         throw std::runtime_error(fmt::format(
             "inherited fd {} is not a listening stream socket (systemd: ListenStream=)", fd));

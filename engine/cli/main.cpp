@@ -70,8 +70,8 @@ uringfwd::EngineConfig config_from_file(const CLI::App& app, const uringfwd::cli
 
 // SIGHUP: read the file again and serve its routes. A file with errors (each printed
 // as FILE:LINE: message) changes nothing; engine-wide settings wait for a restart.
-void reload_file(uringfwd::Engine& engine, const CLI::App& app,
-                 const uringfwd::cli::Flags& flags, uringfwd::EngineConfig& running) {
+void reload_file(uringfwd::Engine& engine, const CLI::App& app, const uringfwd::cli::Flags& flags,
+                 uringfwd::EngineConfig& running) {
     if (flags.config_path.empty()) {
         std::fprintf(stderr, "uring-fwd: SIGHUP: no --config file to read again; ignored\n");
         return;
@@ -114,8 +114,7 @@ void reap_successor(pid_t& successor) {
     int status = 0;
     if (successor > 0 && ::waitpid(successor, &status, WNOHANG) == successor) {
         std::fprintf(stderr, "uring-fwd: the successor process %d ended (%s %d); serving on\n",
-                     static_cast<int>(successor),
-                     WIFEXITED(status) ? "exit status" : "signal",
+                     static_cast<int>(successor), WIFEXITED(status) ? "exit status" : "signal",
                      WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
         successor = -1;
     }

@@ -35,9 +35,8 @@ void ServiceNotifier::send(std::string_view state) const {
     const int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return;
-    [[maybe_unused]] ssize_t n =
-        ::sendto(fd, state.data(), state.size(), MSG_NOSIGNAL,
-                 reinterpret_cast<const sockaddr*>(&address), length);
+    [[maybe_unused]] ssize_t n = ::sendto(fd, state.data(), state.size(), MSG_NOSIGNAL,
+                                          reinterpret_cast<const sockaddr*>(&address), length);
     ::close(fd);
 }
 

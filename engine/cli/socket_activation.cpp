@@ -27,8 +27,7 @@ ActivatedSockets take_activated_sockets() {
     long pid = 0;
     long count = 0;
     const bool ours = parse_number(std::getenv("LISTEN_PID"), pid) && pid == ::getpid() &&
-                      parse_number(std::getenv("LISTEN_FDS"), count) && count > 0 &&
-                      count < 4096;
+                      parse_number(std::getenv("LISTEN_FDS"), count) && count > 0 && count < 4096;
     if (ours) {
         for (int fd = kFirstPassedFd; fd < kFirstPassedFd + count; ++fd) {
             ::fcntl(fd, F_SETFD, FD_CLOEXEC);

@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include <poll.h>
-#include <spawn.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -77,9 +77,9 @@ std::string receive_text(int fd, std::vector<uring::UniqueFd>* fds = nullptr) {
     msg.msg_controllen = sizeof(control);
     const ssize_t n = ::recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
     if (n < 0)
-        throw std::runtime_error(fmt::format("upgrade socket: receive: {}",
-                                             errno == EAGAIN ? "no answer within 30 s"
-                                                             : std::strerror(errno)));
+        throw std::runtime_error(
+            fmt::format("upgrade socket: receive: {}",
+                        errno == EAGAIN ? "no answer within 30 s" : std::strerror(errno)));
     if (n == 0)
         throw std::runtime_error("upgrade socket: the other process closed the connection");
     for (cmsghdr* cmsg = CMSG_FIRSTHDR(&msg); cmsg != nullptr; cmsg = CMSG_NXTHDR(&msg, cmsg)) {
@@ -162,8 +162,7 @@ UpgradeListener::UpgradeListener(std::string path) : path_(std::move(path)) {
     ::unlink(path_.c_str());
     if (::bind(fd_.get(), reinterpret_cast<const sockaddr*>(&address), length) != 0 ||
         ::chmod(path_.c_str(), 0600) != 0 || ::listen(fd_.get(), 4) != 0)
-        throw std::runtime_error(
-            fmt::format("upgrade socket {}: {}", path_, std::strerror(errno)));
+        throw std::runtime_error(fmt::format("upgrade socket {}: {}", path_, std::strerror(errno)));
 }
 
 UpgradeListener::~UpgradeListener() {
@@ -193,8 +192,7 @@ bool UpgradeListener::serve_successor(Engine& engine) {
             throw std::runtime_error("upgrade socket: unexpected request");
         const std::vector<int> fds = engine.listener_fds();
         for (std::size_t i = 0; i < fds.size(); i += kFdsPerMessage)
-            send_text(conn.get(), "fds", fds.data() + i,
-                      std::min(kFdsPerMessage, fds.size() - i));
+            send_text(conn.get(), "fds", fds.data() + i, std::min(kFdsPerMessage, fds.size() - i));
         send_text(conn.get(), fmt::format("end {}", ::getpid()));
         std::fprintf(stderr,
                      "uring-fwd: upgrade: process %d asked for the listening sockets; "

@@ -101,7 +101,8 @@ void check_notifications(bool abstract) {
     const std::optional<std::string> ready = manager.next(10000ms);
     ASSERT_TRUE(ready) << fwd.stderr_text();
     EXPECT_TRUE(has_line(*ready, "READY=1")) << *ready;
-    EXPECT_NE(ready->find("STATUS=serving: listening on unix:" + path), std::string::npos) << *ready;
+    EXPECT_NE(ready->find("STATUS=serving: listening on unix:" + path), std::string::npos)
+        << *ready;
     // READY=1 was the first message, and at that moment clients are served already.
     const std::optional<Endpoint> at = fwd.wait_listening(Deadline{5s});
     ASSERT_TRUE(at);
@@ -115,9 +116,9 @@ void check_notifications(bool abstract) {
     const std::optional<std::string> reloaded = manager.next(5000ms);
     ASSERT_TRUE(reloaded);
     EXPECT_TRUE(has_line(*reloaded, "READY=1")) << *reloaded;
-    EXPECT_TRUE(eventually(
-        [&] { return fwd.stderr_text().find("SIGHUP: reloaded") != std::string::npos; },
-        Deadline{5s}))
+    EXPECT_TRUE(
+        eventually([&] { return fwd.stderr_text().find("SIGHUP: reloaded") != std::string::npos; },
+                   Deadline{5s}))
         << fwd.stderr_text();
     EXPECT_TRUE(echoes(*at));
 
@@ -148,10 +149,9 @@ TEST(Service, ServesSocketsPassedBySocketActivation) {
     // passed socket and is served once it starts: the same socket, not a new bind.
     UniqueFd early = connect_to(tcp.endpoint(), 5000ms);
 
-    const ConfigFile file{
-        route_file(fmt::format("[\"{}\", \"{}\"]", tcp.endpoint().to_string(),
-                               unix_socket.endpoint().to_string()),
-                   echo.endpoint())};
+    const ConfigFile file{route_file(fmt::format("[\"{}\", \"{}\"]", tcp.endpoint().to_string(),
+                                                 unix_socket.endpoint().to_string()),
+                                     echo.endpoint())};
     BinaryProcess fwd{uring_fwd_binary(),
                       {"--config", file.path()},
                       {{}, {tcp.fd(), unix_socket.fd(), unrelated.fd()}}};
@@ -182,8 +182,8 @@ TEST(Service, ServesSocketsPassedBySocketActivation) {
 TEST(Service, ThreeFdsOfOneInheritedSocketAreOneSocket) {
     EchoServer echo;
     Listener a = listen_on(Endpoint::parse("127.0.0.1:0"));
-    const ConfigFile file{route_file(fmt::format("\"{}\"", a.endpoint().to_string()),
-                                     echo.endpoint())};
+    const ConfigFile file{
+        route_file(fmt::format("\"{}\"", a.endpoint().to_string()), echo.endpoint())};
     // Three fds of one socket (a process that shared one socket among its shards hands
     // it over once per shard) with two shards: one socket, both shards accept on it.
     BinaryProcess fwd{uring_fwd_binary(),

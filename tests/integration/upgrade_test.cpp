@@ -16,8 +16,8 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/wait.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -70,8 +70,8 @@ void connect_loop(const Endpoint& at, const std::atomic<bool>& stop, LoopFigures
         else
             ++figures.other;
         if (figures.first_failure.empty() && figures.served.load() != figures.attempted.load())
-            figures.first_failure = fmt::format("connection {}: {}", figures.attempted.load(),
-                                                r.describe());
+            figures.first_failure =
+                fmt::format("connection {}: {}", figures.attempted.load(), r.describe());
     }
 }
 
@@ -80,12 +80,12 @@ TEST(Upgrade, NewProcessTakesOverWithoutRefusingOrResettingAConnection) {
     const Endpoint at{Endpoint::Kind::Inet, "127.0.0.1", free_port()};
     const std::string control = unique_unix_path("upgrade");
     // Two shards: an SO_REUSEPORT group of two sockets, both of which must pass.
-    const ConfigFile file{fmt::format(
-        "[engine]\nshards = 2\nupgrade_socket = \"{}\"\n[[route]]\nname = \"web\"\n"
-        "listen = \"{}\"\n  [[route.upstream]]\n  address = \"{}\"\n",
-        control, at.to_string(), echo.endpoint().to_string())};
-    auto old_process =
-        std::make_unique<BinaryProcess>(uring_fwd_binary(), std::vector<std::string>{"--config", file.path()});
+    const ConfigFile file{
+        fmt::format("[engine]\nshards = 2\nupgrade_socket = \"{}\"\n[[route]]\nname = \"web\"\n"
+                    "listen = \"{}\"\n  [[route.upstream]]\n  address = \"{}\"\n",
+                    control, at.to_string(), echo.endpoint().to_string())};
+    auto old_process = std::make_unique<BinaryProcess>(
+        uring_fwd_binary(), std::vector<std::string>{"--config", file.path()});
     ASSERT_TRUE(old_process->wait_listening(Deadline{10s})) << old_process->stderr_text();
 
     // In flight in the old process across the whole upgrade: 4 MiB echoed back, read
@@ -147,7 +147,9 @@ TEST(Upgrade, NewProcessTakesOverWithoutRefusingOrResettingAConnection) {
     // The new process owns the control socket now: a third one takes over from it.
     BinaryProcess third{uring_fwd_binary(), {"--config", file.path()}};
     EXPECT_TRUE(eventually(
-        [&] { return third.stderr_text().find("stopped accepting and drains") != std::string::npos; },
+        [&] {
+            return third.stderr_text().find("stopped accepting and drains") != std::string::npos;
+        },
         Deadline{10s}))
         << third.stderr_text();
     EXPECT_TRUE(new_process.wait_exit(Deadline{10s}));
@@ -163,8 +165,8 @@ TEST(Upgrade, AFailedSuccessorLeavesTheOldProcessServing) {
     const std::string route = fmt::format("[[route]]\nname = \"web\"\nlisten = \"{}\"\n"
                                           "  [[route.upstream]]\n  address = \"{}\"\n",
                                           at.to_string(), echo.endpoint().to_string());
-    const ConfigFile file{fmt::format("[engine]\nshards = 2\nupgrade_socket = \"{}\"\n{}",
-                                      control, route)};
+    const ConfigFile file{
+        fmt::format("[engine]\nshards = 2\nupgrade_socket = \"{}\"\n{}", control, route)};
     BinaryProcess old_process{uring_fwd_binary(), {"--config", file.path()}};
     ASSERT_TRUE(old_process.wait_listening(Deadline{10s})) << old_process.stderr_text();
     // One shard cannot serve two sockets of a reuseport group (the kernel would keep
@@ -221,10 +223,10 @@ TEST(Upgrade, SigusrTwoStartsTheSuccessorWhichTakesOver) {
     EchoServer echo;
     const Endpoint at{Endpoint::Kind::Inet, "127.0.0.1", free_port()};
     const std::string control = unique_unix_path("upgrade-usr2");
-    const ConfigFile file{fmt::format(
-        "[engine]\nshards = 2\nupgrade_socket = \"{}\"\n[[route]]\nname = \"web\"\n"
-        "listen = \"{}\"\n  [[route.upstream]]\n  address = \"{}\"\n",
-        control, at.to_string(), echo.endpoint().to_string())};
+    const ConfigFile file{
+        fmt::format("[engine]\nshards = 2\nupgrade_socket = \"{}\"\n[[route]]\nname = \"web\"\n"
+                    "listen = \"{}\"\n  [[route.upstream]]\n  address = \"{}\"\n",
+                    control, at.to_string(), echo.endpoint().to_string())};
     BinaryProcess old_process{uring_fwd_binary(), {"--config", file.path()}};
     ASSERT_TRUE(old_process.wait_listening(Deadline{10s})) << old_process.stderr_text();
     UniqueFd before = connect_to(at, 5000ms); // open across the upgrade
@@ -233,7 +235,9 @@ TEST(Upgrade, SigusrTwoStartsTheSuccessorWhichTakesOver) {
     // The successor writes to the same stderr as its parent.
     const std::string started = "SIGUSR2: started ";
     ASSERT_TRUE(eventually(
-        [&] { return old_process.stderr_text().find(" accepts now; draining") != std::string::npos; },
+        [&] {
+            return old_process.stderr_text().find(" accepts now; draining") != std::string::npos;
+        },
         Deadline{10s}))
         << old_process.stderr_text();
     const std::string err = old_process.stderr_text();

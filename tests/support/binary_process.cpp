@@ -89,9 +89,9 @@ BinaryProcess::BinaryProcess(const std::string& path, std::vector<std::string> a
     for (char** e = environ; *e != nullptr; ++e) {
         const std::string entry = *e;
         const std::string key = entry.substr(0, entry.find('='));
-        const bool replaced = std::any_of(options.env.begin(), options.env.end(), [&](const auto& o) {
-            return o.substr(0, o.find('=')) == key;
-        });
+        const bool replaced =
+            std::any_of(options.env.begin(), options.env.end(),
+                        [&](const auto& o) { return o.substr(0, o.find('=')) == key; });
         if (!replaced && key != "LISTEN_FDS" && key != "LISTEN_PID" && key != "NOTIFY_SOCKET")
             env_storage.push_back(entry);
     }

@@ -25,7 +25,8 @@ TEST(InheritedMatch, EachSocketGoesToItsAddressInTheOrderGiven) {
 
 TEST(InheritedMatch, DupsOfOneSocketCountOnce) {
     // A process that shared one Unix socket among its shards sends it once per shard.
-    const InheritedPlan plan = match_inherited({kUnix}, {{3, kUnix, 9}, {4, kUnix, 9}, {5, kUnix, 9}});
+    const InheritedPlan plan =
+        match_inherited({kUnix}, {{3, kUnix, 9}, {4, kUnix, 9}, {5, kUnix, 9}});
     EXPECT_EQ(plan.per_listener[0], (std::vector<int>{3}));
 }
 
