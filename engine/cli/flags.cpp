@@ -87,6 +87,8 @@ void apply_engine_flags(const CLI::App& app, const Flags& flags, EngineConfig& c
         config.busy_poll = std::chrono::microseconds(flags.busy_poll_us);
     if (given("--drain-timeout"))
         config.drain_timeout = std::chrono::milliseconds(flags.drain_timeout_ms);
+    if (given("--upgrade-socket"))
+        config.upgrade_socket = flags.upgrade_socket;
     if (given("--log-level")) {
         const auto level = parse_log_level(flags.log_level);
         if (!level)
@@ -201,6 +203,12 @@ void add_flags(CLI::App& app, Flags& flags) {
                    "the access log's lines: text (key=value) or json (JSON Lines)")
         ->check(CLI::IsMember({"text", "json"}))
         ->capture_default_str();
+    app.add_option("--upgrade-socket", flags.upgrade_socket,
+                   "binary upgrade without refusing a connection: a process started with the "
+                   "same PATH while one runs takes over its listening sockets, and the old "
+                   "one drains; SIGRTMIN+1 makes the running process start its successor "
+                   "(the binary now at its path, same arguments)")
+        ->type_name("PATH");
     app.footer("With --config, the engine flags above (--shards, --cpus, --data-path, ...) "
                "override the file's [engine] values; --cpus and --numa-node replace its cpus "
                "and numa_nodes together.");

@@ -48,6 +48,7 @@ struct Flags {
     std::string metrics;
     std::string access_log;
     std::string access_log_format = "text";
+    std::string upgrade_socket;
 };
 
 // Declares every flag on `app`, each writing into `flags`.

@@ -4,6 +4,9 @@
 
 #include "cli/flags.hpp"
 #include "cli/route_summary.hpp"
+#include "cli/service_notify.hpp"
+#include "cli/socket_activation.hpp"
+#include "cli/upgrade.hpp"
 #include "ops/access_log.hpp"
 #include "ops/metrics_server.hpp"
 #include "uringfwd/config_file.hpp"
@@ -14,15 +17,23 @@
 
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 namespace {
 
 using uringfwd::cli::fail;
+
+// Starts the successor of a binary upgrade (with --upgrade-socket). Not SIGUSR2, which
+// reopens the access log as logrotate expects, nor SIGUSR1 (the stats line); a signal
+// of the application's own that no terminal or tool sends by accident. A function, not
+// a constant: glibc's SIGRTMIN is not a compile-time value.
+int upgrade_signal() { return SIGRTMIN + 1; }
 
 // Each connection holds two sockets, each pipe two fds. Raising the soft limit to the
 // hard one is what every server does at start; going past the hard limit needs
@@ -77,8 +88,8 @@ uringfwd::EngineConfig config_from_file(const CLI::App& app, const uringfwd::cli
 
 // SIGHUP: read the file again and serve its routes. A file with errors (each printed
 // as FILE:LINE: message) changes nothing; engine-wide settings wait for a restart.
-void reload(uringfwd::Engine& engine, const CLI::App& app, const uringfwd::cli::Flags& flags,
-            uringfwd::EngineConfig& running, const uringfwd::OperationsConfig& operations) {
+void reload_file(uringfwd::Engine& engine, const CLI::App& app, const uringfwd::cli::Flags& flags,
+                 uringfwd::EngineConfig& running, const uringfwd::OperationsConfig& operations) {
     if (flags.config_path.empty()) {
         std::fprintf(stderr, "uring-fwd: SIGHUP: no --config file to read again; ignored\n");
         return;
@@ -109,6 +120,27 @@ void reload(uringfwd::Engine& engine, const CLI::App& app, const uringfwd::cli::
         std::fprintf(stderr, "uring-fwd: SIGHUP: metrics and access_log keep their settings "
                              "until a restart\n");
     std::fprintf(stderr, "uring-fwd: SIGHUP: reloaded %s\n", flags.config_path.c_str());
+}
+
+// SIGHUP under systemd: RELOADING=1 before, READY=1 after, whatever the outcome (the
+// old configuration still serves when the new one is refused).
+void reload(uringfwd::Engine& engine, const CLI::App& app, const uringfwd::cli::Flags& flags,
+            uringfwd::EngineConfig& running, const uringfwd::OperationsConfig& operations,
+            const uringfwd::cli::ServiceNotifier& notify) {
+    notify.reloading();
+    reload_file(engine, app, flags, running, operations);
+    notify.ready("serving; reloaded on SIGHUP (see the log for the outcome)");
+}
+
+// A successor started on the upgrade signal that ended (it failed to start: it logged why).
+void reap_successor(pid_t& successor) {
+    int status = 0;
+    if (successor > 0 && ::waitpid(successor, &status, WNOHANG) == successor) {
+        std::fprintf(stderr, "uring-fwd: the successor process %d ended (%s %d); serving on\n",
+                     static_cast<int>(successor), WIFEXITED(status) ? "exit status" : "signal",
+                     WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+        successor = -1;
+    }
 }
 
 } // namespace
@@ -143,6 +175,7 @@ int main(int argc, char** argv) {
     sigaddset(&signals, SIGUSR1);
     sigaddset(&signals, SIGHUP);
     sigaddset(&signals, SIGUSR2);
+    sigaddset(&signals, upgrade_signal());
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
     rlim_t fd_limit = raise_fd_limit();
@@ -159,13 +192,39 @@ int main(int argc, char** argv) {
         }
         config.observer = access_log;
     }
+    // Listening sockets made for us: by systemd (socket activation), or by the process
+    // we replace (binary upgrade). docs/service.md.
+    const uringfwd::cli::ServiceNotifier notify;
+    const uringfwd::cli::ActivatedSockets activated = uringfwd::cli::take_activated_sockets();
+    config.inherited_listeners = activated.fds;
+    std::optional<uringfwd::cli::UpgradeTakeover> takeover;
+    if (!config.upgrade_socket.empty()) {
+        try {
+            takeover = uringfwd::cli::UpgradeTakeover::connect(config.upgrade_socket);
+        } catch (const std::exception& e) {
+            fail(e.what());
+        }
+        if (takeover) {
+            std::vector<int> fds = takeover->fds();
+            config.inherited_listeners.insert(config.inherited_listeners.end(), fds.begin(),
+                                              fds.end());
+            std::fprintf(stderr, "uring-fwd: upgrade: took %zu listening sockets from process %d\n",
+                         fds.size(), static_cast<int>(takeover->old_pid()));
+        }
+    }
 
     std::unique_ptr<uringfwd::Engine> engine;
     try {
         engine = uringfwd::Engine::start(config);
     } catch (const uringfwd::StartError& e) {
+        // A failed upgrade leaves the old process serving: closing our end tells it.
         fail(e.what());
     }
+    for (int fd : activated.fds)
+        ::close(fd); // the engine holds its own dups
+    if (!activated.fds.empty())
+        std::fprintf(stderr, "uring-fwd: socket activation: %zu listening sockets passed\n",
+                     activated.fds.size());
     std::unique_ptr<uringfwd::ops::MetricsServer> metrics;
     if (operations.metrics) {
         try {
@@ -186,6 +245,33 @@ int main(int argc, char** argv) {
                  std::string(uringfwd::version()).c_str(), engine->describe().c_str(),
                  static_cast<unsigned long long>(fd_limit), room > 0 ? room : 0);
 
+    // Every shard accepts now (Engine::start returns then). Under systemd an upgraded
+    // process becomes the main one before the old one lets go.
+    const std::string described = engine->describe();
+    const std::string serving = "serving: " + described.substr(0, described.find("; shard 0:"));
+    if (takeover) {
+        notify.main_pid_ready(serving);
+        const bool released = takeover->finish();
+        // A client whose wake-up went to the old process's cancelled accept is still
+        // queued: take it now (Engine::rearm_listeners()).
+        engine->rearm_listeners();
+        if (released)
+            std::fprintf(stderr, "uring-fwd: upgrade: process %d stopped accepting and drains\n",
+                         static_cast<int>(takeover->old_pid()));
+        takeover.reset();
+    } else {
+        notify.ready(serving);
+    }
+    std::optional<uringfwd::cli::UpgradeListener> upgrade;
+    if (!config.upgrade_socket.empty()) {
+        try {
+            upgrade.emplace(config.upgrade_socket);
+        } catch (const std::exception& e) {
+            fail(e.what());
+        }
+    }
+    pid_t successor = -1;
+
     // The first SIGTERM/SIGINT stops accepting and lets connections drain; a second one
     // resets what is left. Waiting with a timeout lets us notice when the drain is over.
     bool stopping = false;
@@ -200,9 +286,18 @@ int main(int argc, char** argv) {
             if (access_log)
                 access_log->reopen();
         } else if (sig == SIGHUP && !stopping) {
-            reload(*engine, app, flags, config, operations);
+            reload(*engine, app, flags, config, operations, notify);
+        } else if (sig == upgrade_signal() && !stopping) {
+            if (!upgrade)
+                std::fprintf(stderr, "uring-fwd: SIGRTMIN+1: no --upgrade-socket; ignored\n");
+            else if (successor > 0)
+                std::fprintf(stderr, "uring-fwd: SIGRTMIN+1: process %d is already starting\n",
+                             static_cast<int>(successor));
+            else
+                successor = uringfwd::cli::start_successor(argv);
         } else if ((sig == SIGINT || sig == SIGTERM) && !stopping) {
             stopping = true;
+            notify.stopping("draining: no new connections");
             std::fprintf(stderr,
                          "uring-fwd: %s: no new connections; open ones may finish within %lld ms\n",
                          sig == SIGINT ? "SIGINT" : "SIGTERM",
@@ -211,6 +306,13 @@ int main(int argc, char** argv) {
         } else if (sig == SIGINT || sig == SIGTERM) {
             std::fprintf(stderr, "uring-fwd: second signal: resetting open connections\n");
             engine->stop(std::chrono::milliseconds{0});
+        }
+        reap_successor(successor);
+        if (!stopping && upgrade && upgrade->serve_successor(*engine)) {
+            // The successor accepts on our sockets and is the main process: no
+            // STOPPING=1 from us, which would stop the service.
+            stopping = true;
+            engine->stop();
         }
         if (stopping && engine->stopped())
             break;

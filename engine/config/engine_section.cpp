@@ -125,6 +125,16 @@ void read_engine_section(const toml::table& table, const TopologyReader& read_to
         config.busy_poll = *v;
     if (const auto v = reader.duration("drain_timeout", 0us, microseconds{24h}))
         config.drain_timeout = std::chrono::duration_cast<milliseconds>(*v);
+    if (const auto v = reader.string("upgrade_socket")) {
+        // A Unix socket path: sockaddr_un's sun_path holds 108 bytes with the NUL.
+        if (v->empty() || v->front() != '/' || v->size() > 107)
+            reader.error(line_of(*reader.get("upgrade_socket")),
+                         fmt::format("upgrade_socket must be an absolute path of at "
+                                     "most 107 bytes, not {}",
+                                     quote_input(*v)));
+        else
+            config.upgrade_socket = *v;
+    }
     if (const auto v = reader.one_of("log_level", {"error", "warn", "info", "debug"}))
         config.log_level = *parse_log_level(*v);
     read_metrics(reader, operations);

@@ -170,4 +170,22 @@ void Shard::add_route_stats(std::vector<RouteStats>& out) const {
     }
 }
 
+void Shard::release_listeners() {
+    for (auto& listener : listeners_)
+        listener->release();
+}
+
+bool Shard::listeners_idle() const {
+    for (const auto& listener : listeners_)
+        if (!listener->in_flight().idle())
+            return false;
+    return true;
+}
+
+void Shard::rearm_listeners() {
+    for (auto& listener : listeners_)
+        if (!listener->stopped())
+            listener->rearm();
+}
+
 } // namespace uringfwd::engine

@@ -60,6 +60,7 @@ pipe_size = 65536
 copy_buffers = 256
 busy_poll = "50us"
 drain_timeout = "2m"
+upgrade_socket = "/run/uring-fwd/upgrade.sock"
 log_level = "debug"
 
 [[route]]
@@ -112,6 +113,7 @@ listen = ":5432"
     EXPECT_EQ(c.copy_buffers, 256u);
     EXPECT_EQ(c.busy_poll, 50us);
     EXPECT_EQ(c.drain_timeout, 2min);
+    EXPECT_EQ(c.upgrade_socket, "/run/uring-fwd/upgrade.sock");
     EXPECT_EQ(c.log_level, LogLevel::Debug);
 
     ASSERT_EQ(c.routes.size(), 2u);
@@ -335,6 +337,11 @@ const ErrorCase kErrorCases[] = {
      {"t.toml:2: [engine] drain_timeout must be a duration such as \"2s\", not 1.5"}},
     {"DrainTimeoutTooLong", engine("drain_timeout = \"25h\"\n"),
      {"t.toml:2: [engine] drain_timeout must be 0..24h, not \"25h\""}},
+    {"UpgradeSocketNotAString", engine("upgrade_socket = 1\n"),
+     {"t.toml:2: [engine] upgrade_socket must be a string, not 1"}},
+    {"UpgradeSocketRelative", engine("upgrade_socket = \"run/u.sock\"\n"),
+     {"t.toml:2: [engine] upgrade_socket must be an absolute path of at most 107 bytes, not "
+      "\"run/u.sock\""}},
     {"LogLevelUnknown", engine("log_level = \"loud\"\n"),
      {"t.toml:2: [engine] log_level must be error, warn, info or debug, not \"loud\""}},
 
