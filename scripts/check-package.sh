@@ -62,7 +62,7 @@ build_s=$((SECONDS - build_start))
 # debian/rules builds without -Werror (see there); a warning the Debian flags bring out
 # (_FORTIFY_SOURCE, -fstack-protector-strong at -O2) is still worth seeing.
 warnings=$(grep -c ': warning: ' "$work/build.log" || true)
-grep ': warning: ' "$work/build.log" | sort -u | head -20 | sed 's/^/  build: /'
+{ grep ': warning: ' "$work/build.log" || true; } | sort -u | head -20 | sed 's/^/  build: /'
 echo "  dpkg-buildpackage -us -uc -b -j$jobs: $build_s s, $warnings compiler warnings"
 
 # --- 3. contents -----------------------------------------------------------------------
