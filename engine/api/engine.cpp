@@ -1,5 +1,7 @@
 #include "api/engine_impl.hpp"
 
+#include "net/inherited_match.hpp"
+
 #include "net/socket_address.hpp"
 #include "platform/cpu_affinity.hpp"
 #include "platform/shard_plan.hpp"
@@ -53,6 +55,11 @@ void Engine::Impl::launch() {
     for (std::size_t r = 0; r < routes_->routes.size(); ++r)
         for (const engine::SocketAddress& address : routes_->routes[r].listen)
             listeners_.push_back({static_cast<uint32_t>(r), address});
+    try {
+        adopt_inherited(cpus.size());
+    } catch (const std::exception& e) {
+        throw StartError(e.what());
+    }
 
     std::optional<int>& steering_base = steering_base_;
     if (config_.steer_by_cpu && cpus.size() > 1) {
@@ -88,6 +95,21 @@ engine::ListenerSetup Engine::Impl::listener_setup(std::size_t shard, std::size_
     setup.cpu = cpu;
     bool tcp = setup.address.family() != AF_UNIX;
     setup.set_incoming_cpu = config_.steer_by_cpu && tcp;
+    if (l < inherited_.size() && !inherited_[l].empty()) {
+        // Adopted, not bound (docs/service.md). One socket for every shard has no
+        // group to steer within; one per shard keeps the group's steering program,
+        // which is attached again in case the group never had one.
+        const std::vector<int>& fds = inherited_[l];
+        setup.shared_fd = engine::inherited_for_shard(fds, shard, shard_count_,
+                                                      engine::to_endpoint(setup.address));
+        if (fds.size() == 1) {
+            setup.set_incoming_cpu = false;
+            setup.steering_base.reset();
+        } else if (shard == 0 && tcp) {
+            setup.steering_base = steering_base;
+        }
+        return setup;
+    }
     if (shard == 0 && tcp)
         setup.steering_base = steering_base;
     else if (shard > 0 && !tcp)
@@ -297,8 +319,12 @@ void Engine::Impl::remove_unix_socket_file() {
     if (unlinked_)
         return;
     unlinked_ = true;
+    // Released sockets serve another process now; inherited ones belong to whoever
+    // made them (a systemd socket unit removes its own file).
+    if (released_)
+        return;
     for (const PlannedListener& l : listeners_)
-        if (!l.closed)
+        if (!l.closed && !l.inherited)
             remove_unix_socket_file(l.address);
 }
 
@@ -345,6 +371,12 @@ std::vector<ShardStats> Engine::shard_stats() const {
 }
 std::vector<RouteStats> Engine::route_stats() const {
     return impl_->route_stats();
+}
+std::vector<int> Engine::listener_fds() const {
+    return impl_->listener_fds();
+}
+void Engine::release_listeners() {
+    impl_->release_listeners();
 }
 std::vector<MemberHealth> Engine::member_health() const {
     return impl_->member_health();

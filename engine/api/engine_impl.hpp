@@ -64,6 +64,10 @@ public:
 
     EngineStats stats() const;
 
+    // inherited.cpp
+    std::vector<int> listener_fds() const;
+    void release_listeners();
+
     // reconfigure.cpp
     ReloadResult reconfigure(EngineConfig next);
     ReloadResult update_pool(std::string_view route, UpstreamPool pool);
@@ -84,10 +88,17 @@ private:
 
     void remove_unix_socket_file();
 
+    // inherited.cpp: matches config_.inherited_listeners to listeners_ (inherited_);
+    // throws std::runtime_error for a socket that cannot be used.
+    void adopt_inherited(std::size_t shards);
+
     struct PlannedListener {
         uint32_t route;
         engine::SocketAddress address; // bound (port resolved) once shard 0 started
         bool closed = false;           // removed by a reconfiguration
+        // Its socket came from outside (EngineConfig::inherited_listeners): a Unix
+        // socket's file is not ours to remove.
+        bool inherited = false;
     };
     // reconfigure.cpp
     std::vector<std::string> needs_restart(const EngineConfig& next) const;
@@ -104,6 +115,12 @@ private:
     std::vector<std::thread> threads_;
     std::shared_ptr<const engine::RouteTable> routes_;
     std::vector<PlannedListener> listeners_;
+    // Per listener of the start (listeners_' first entries): the inherited sockets
+    // bound to its address, one or one per shard; empty: bound by the shards.
+    std::vector<std::vector<int>> inherited_;
+    // release_listeners() was called: the sockets are someone else's now.
+    bool released_ = false;
+    std::size_t shard_count_ = 0; // shards the engine starts with
     std::optional<int> steering_base_;  // CPU steering of TCP listeners (see launch())
     std::atomic<bool> stopping_{false}; // stop() was called: hand-overs are refused
     // The configuration being served: config_ with the routes of the last reconfigure().

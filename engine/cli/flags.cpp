@@ -87,6 +87,8 @@ void apply_engine_flags(const CLI::App& app, const Flags& flags, EngineConfig& c
         config.busy_poll = std::chrono::microseconds(flags.busy_poll_us);
     if (given("--drain-timeout"))
         config.drain_timeout = std::chrono::milliseconds(flags.drain_timeout_ms);
+    if (given("--upgrade-socket"))
+        config.upgrade_socket = flags.upgrade_socket;
     if (given("--log-level")) {
         const auto level = parse_log_level(flags.log_level);
         if (!level)
@@ -191,6 +193,11 @@ void add_flags(CLI::App& app, Flags& flags) {
                                           CLI::AsNumberWithUnit::CASE_SENSITIVE))
         ->check(CLI::Range(0L, 24L * 3600 * 1000))
         ->default_str("30s");
+    app.add_option("--upgrade-socket", flags.upgrade_socket,
+                   "binary upgrade without refusing a connection: a process started with the "
+                   "same PATH while one runs takes over its listening sockets, and the old "
+                   "one drains; SIGUSR2 makes the running process start its successor "
+                   "(the binary now at its path, same arguments)");
     app.footer("With --config, the engine flags above (--shards, --cpus, --data-path, ...) "
                "override the file's [engine] values; --cpus and --numa-node replace its cpus "
                "and numa_nodes together.");

@@ -43,6 +43,7 @@ struct Flags {
     unsigned copy_buffers = EngineConfig{}.copy_buffers;
     long busy_poll_us = EngineConfig{}.busy_poll.count();
     long drain_timeout_ms = EngineConfig{}.drain_timeout.count();
+    std::string upgrade_socket;
 };
 
 // Declares every flag on `app`, each writing into `flags`.

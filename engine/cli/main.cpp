@@ -4,6 +4,9 @@
 
 #include "cli/flags.hpp"
 #include "cli/route_summary.hpp"
+#include "cli/service_notify.hpp"
+#include "cli/socket_activation.hpp"
+#include "cli/upgrade.hpp"
 #include "uringfwd/config_file.hpp"
 #include "uringfwd/version.hpp"
 
@@ -12,10 +15,12 @@
 
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 namespace {
@@ -65,8 +70,8 @@ uringfwd::EngineConfig config_from_file(const CLI::App& app, const uringfwd::cli
 
 // SIGHUP: read the file again and serve its routes. A file with errors (each printed
 // as FILE:LINE: message) changes nothing; engine-wide settings wait for a restart.
-void reload(uringfwd::Engine& engine, const CLI::App& app, const uringfwd::cli::Flags& flags,
-            uringfwd::EngineConfig& running) {
+void reload_file(uringfwd::Engine& engine, const CLI::App& app,
+                 const uringfwd::cli::Flags& flags, uringfwd::EngineConfig& running) {
     if (flags.config_path.empty()) {
         std::fprintf(stderr, "uring-fwd: SIGHUP: no --config file to read again; ignored\n");
         return;
@@ -93,6 +98,27 @@ void reload(uringfwd::Engine& engine, const CLI::App& app, const uringfwd::cli::
     // The engine has logged the new routes and what needs a restart.
     running.routes = loaded.config->routes;
     std::fprintf(stderr, "uring-fwd: SIGHUP: reloaded %s\n", flags.config_path.c_str());
+}
+
+// SIGHUP under systemd: RELOADING=1 before, READY=1 after, whatever the outcome (the
+// old configuration still serves when the new one is refused).
+void reload(uringfwd::Engine& engine, const CLI::App& app, const uringfwd::cli::Flags& flags,
+            uringfwd::EngineConfig& running, const uringfwd::cli::ServiceNotifier& notify) {
+    notify.reloading();
+    reload_file(engine, app, flags, running);
+    notify.ready("serving; reloaded on SIGHUP (see the log for the outcome)");
+}
+
+// A successor started on SIGUSR2 that ended (it failed to start: it logged why).
+void reap_successor(pid_t& successor) {
+    int status = 0;
+    if (successor > 0 && ::waitpid(successor, &status, WNOHANG) == successor) {
+        std::fprintf(stderr, "uring-fwd: the successor process %d ended (%s %d); serving on\n",
+                     static_cast<int>(successor),
+                     WIFEXITED(status) ? "exit status" : "signal",
+                     WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+        successor = -1;
+    }
 }
 
 } // namespace
@@ -124,22 +150,73 @@ int main(int argc, char** argv) {
     sigaddset(&signals, SIGTERM);
     sigaddset(&signals, SIGUSR1);
     sigaddset(&signals, SIGHUP);
+    sigaddset(&signals, SIGUSR2);
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
     rlim_t fd_limit = raise_fd_limit();
+
+    // Listening sockets made for us: by systemd (socket activation), or by the process
+    // we replace (binary upgrade). docs/service.md.
+    const uringfwd::cli::ServiceNotifier notify;
+    const uringfwd::cli::ActivatedSockets activated = uringfwd::cli::take_activated_sockets();
+    config.inherited_listeners = activated.fds;
+    std::optional<uringfwd::cli::UpgradeTakeover> takeover;
+    if (!config.upgrade_socket.empty()) {
+        try {
+            takeover = uringfwd::cli::UpgradeTakeover::connect(config.upgrade_socket);
+        } catch (const std::exception& e) {
+            fail(e.what());
+        }
+        if (takeover) {
+            std::vector<int> fds = takeover->fds();
+            config.inherited_listeners.insert(config.inherited_listeners.end(), fds.begin(),
+                                              fds.end());
+            std::fprintf(stderr, "uring-fwd: upgrade: took %zu listening sockets from process %d\n",
+                         fds.size(), static_cast<int>(takeover->old_pid()));
+        }
+    }
 
     std::unique_ptr<uringfwd::Engine> engine;
     try {
         engine = uringfwd::Engine::start(config);
     } catch (const uringfwd::StartError& e) {
+        // A failed upgrade leaves the old process serving: closing our end tells it.
         fail(e.what());
     }
+    for (int fd : activated.fds)
+        ::close(fd); // the engine holds its own dups
+    if (!activated.fds.empty())
+        std::fprintf(stderr, "uring-fwd: socket activation: %zu listening sockets passed\n",
+                     activated.fds.size());
     // Each connection takes two fds, each pipe two; keep a few for the rest.
     long pipe_fds = static_cast<long>(config.max_pipes) * 2;
     long room = (static_cast<long>(fd_limit) - pipe_fds - 16) / 2;
     std::fprintf(stderr, "uring-fwd %s: %s; fd limit %llu (room for about %ld connections)\n",
                  std::string(uringfwd::version()).c_str(), engine->describe().c_str(),
                  static_cast<unsigned long long>(fd_limit), room > 0 ? room : 0);
+
+    // Every shard accepts now (Engine::start returns then). Under systemd an upgraded
+    // process becomes the main one before the old one lets go.
+    const std::string described = engine->describe();
+    const std::string serving = "serving: " + described.substr(0, described.find("; shard 0:"));
+    if (takeover) {
+        notify.main_pid_ready(serving);
+        if (takeover->finish())
+            std::fprintf(stderr, "uring-fwd: upgrade: process %d stopped accepting and drains\n",
+                         static_cast<int>(takeover->old_pid()));
+        takeover.reset();
+    } else {
+        notify.ready(serving);
+    }
+    std::optional<uringfwd::cli::UpgradeListener> upgrade;
+    if (!config.upgrade_socket.empty()) {
+        try {
+            upgrade.emplace(config.upgrade_socket);
+        } catch (const std::exception& e) {
+            fail(e.what());
+        }
+    }
+    pid_t successor = -1;
 
     // The first SIGTERM/SIGINT stops accepting and lets connections drain; a second one
     // resets what is left. Waiting with a timeout lets us notice when the drain is over.
@@ -150,9 +227,18 @@ int main(int argc, char** argv) {
         if (sig == SIGUSR1) {
             print_stats(*engine);
         } else if (sig == SIGHUP && !stopping) {
-            reload(*engine, app, flags, config);
+            reload(*engine, app, flags, config, notify);
+        } else if (sig == SIGUSR2 && !stopping) {
+            if (!upgrade)
+                std::fprintf(stderr, "uring-fwd: SIGUSR2: no --upgrade-socket; ignored\n");
+            else if (successor > 0)
+                std::fprintf(stderr, "uring-fwd: SIGUSR2: process %d is already starting\n",
+                             static_cast<int>(successor));
+            else
+                successor = uringfwd::cli::start_successor(argv);
         } else if ((sig == SIGINT || sig == SIGTERM) && !stopping) {
             stopping = true;
+            notify.stopping("draining: no new connections");
             std::fprintf(stderr,
                          "uring-fwd: %s: no new connections; open ones may finish within %lld ms\n",
                          sig == SIGINT ? "SIGINT" : "SIGTERM",
@@ -161,6 +247,13 @@ int main(int argc, char** argv) {
         } else if (sig == SIGINT || sig == SIGTERM) {
             std::fprintf(stderr, "uring-fwd: second signal: resetting open connections\n");
             engine->stop(std::chrono::milliseconds{0});
+        }
+        reap_successor(successor);
+        if (!stopping && upgrade && upgrade->serve_successor(*engine)) {
+            // The successor accepts on our sockets and is the main process: no
+            // STOPPING=1 from us, which would stop the service.
+            stopping = true;
+            engine->stop();
         }
         if (stopping && engine->stopped())
             break;

@@ -109,6 +109,8 @@ void read_engine_section(const toml::table& table, const TopologyReader& read_to
         config.busy_poll = *v;
     if (const auto v = reader.duration("drain_timeout", 0us, microseconds{24h}))
         config.drain_timeout = std::chrono::duration_cast<milliseconds>(*v);
+    if (const auto v = reader.string("upgrade_socket"))
+        config.upgrade_socket = std::string(*v);
     if (const auto v = reader.one_of("log_level", {"error", "warn", "info", "debug"}))
         config.log_level = *parse_log_level(*v);
 

@@ -65,7 +65,9 @@ int Listener::on_accept(const uring::Completion& c, std::size_t open_connections
             fd_.reset(); // refuse new clients now, not when the shard ends
     }
     if (c.result >= 0) {
-        if (!stopping_)
+        // After release() the socket lives on in another process: a client taken by
+        // the accept still in flight is ours to serve, or it would be refused.
+        if (!stopping_ || released_)
             return c.result;
         ::close(c.result);
     } else if (c.result != -ECANCELED && !stopping_) {
@@ -153,6 +155,22 @@ void Listener::stop() {
     // listener is shut for every shard: they all stop it together.
     if (fd_)
         ::shutdown(fd_.get(), SHUT_RD);
+    if (armed_)
+        io_.cancel(in_flight_, tag(Op::Accept), tag(Op::ListenerCancel));
+    else
+        fd_.reset();
+    if (paused_)
+        io_.cancel(in_flight_, tag(Op::AcceptPause), tag(Op::ListenerCancel));
+}
+
+void Listener::release() {
+    if (stopping_)
+        return;
+    stopping_ = true;
+    released_ = true;
+    // No shutdown(): on a TCP listener it disconnects the socket itself, for every
+    // holder, resetting the clients queued in its backlog (see stop()). Closing our fd
+    // only drops a reference; the socket and its queue stay with the other process.
     if (armed_)
         io_.cancel(in_flight_, tag(Op::Accept), tag(Op::ListenerCancel));
     else

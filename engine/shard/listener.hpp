@@ -25,6 +25,8 @@ struct ListenerSetup {
     std::optional<int> steering_base;
     // Unix sockets have no SO_REUSEPORT: shards after the first accept on a dup of
     // the first shard's listener instead (the kernel wakes one waiter per connection).
+    // An inherited listening socket (EngineConfig::inherited_listeners) comes the same
+    // way: the listener dups it rather than binding.
     int shared_fd = -1;
 };
 
@@ -64,6 +66,10 @@ public:
     // a stopped listener is never started again.
     void stop();
     bool stopped() const { return stopping_; }
+    // Stops accepting for good like stop(), but leaves the socket to whoever else
+    // holds it (the next process of a binary upgrade): our fd is closed, the socket
+    // never shut down, and a client the accept already took is still served.
+    void release();
 
     // A reconfiguration moved this address to another route (its index): clients
     // accepted from now on are that route's.
@@ -97,6 +103,7 @@ private:
     bool pause_wanted_ = false; // pause once the multishot accept has ended
     bool held_ = false;         // the route is at its connection limit
     bool stopping_ = false;
+    bool released_ = false; // stopped by release(): clients still accepted are served
     std::chrono::milliseconds backoff_{0};
 };
 

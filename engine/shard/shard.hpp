@@ -88,6 +88,9 @@ public:
     // On the shard's thread only (through call()): adds this shard's counts to `out`,
     // one entry per route of the current configuration, matched by name.
     void add_route_stats(std::vector<RouteStats>& out) const;
+    // On the shard's thread only (through call()): every listener stops accepting
+    // without shutting its socket down (Listener::release()).
+    void release_listeners();
 
     const ShardCounters& counters() const { return counters_; }
     // True once run() has returned (or never got past setup).

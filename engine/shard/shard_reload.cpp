@@ -164,4 +164,9 @@ void Shard::add_route_stats(std::vector<RouteStats>& out) const {
     }
 }
 
+void Shard::release_listeners() {
+    for (auto& listener : listeners_)
+        listener->release();
+}
+
 } // namespace uringfwd::engine

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <fmt/core.h>
 #include <memory>
@@ -47,12 +48,18 @@ std::pair<UniqueFd, UniqueFd> make_pipe() {
 
 } // namespace
 
-BinaryProcess::BinaryProcess(const std::string& path, std::vector<std::string> args)
+BinaryProcess::BinaryProcess(const std::string& path, std::vector<std::string> args,
+                             const SpawnOptions& options)
     : cancel_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
     auto [out_r, out_w] = make_pipe();
     auto [err_r, err_w] = make_pipe();
 
     std::vector<std::string> argv_storage;
+    std::string program = path;
+    if (!options.listen_fds.empty()) {
+        program = "/bin/sh";
+        argv_storage = {"/bin/sh", "-c", "LISTEN_PID=$$ exec \"$0\" \"$@\""};
+    }
     argv_storage.push_back(path);
     for (auto& a : with_data_path_under_test(path, std::move(args))) {
         argv_storage.push_back(std::move(a));
@@ -69,7 +76,33 @@ BinaryProcess::BinaryProcess(const std::string& path, std::vector<std::string> a
     posix_spawn_file_actions_adddup2(&actions, err_w.get(), STDERR_FILENO);
     // The test process holds many sockets (peers, clients, an in-process engine):
     // none of them may leak into the child and skew its fd counts.
-    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+    // The passed fds go to 3, 4, ...: first moved above that range (close-on-exec), so
+    // one dup2 cannot overwrite the source of the next.
+    std::vector<UniqueFd> moved;
+    for (std::size_t i = 0; i < options.listen_fds.size(); ++i) {
+        moved.emplace_back(::fcntl(options.listen_fds[i], F_DUPFD_CLOEXEC, 256));
+        posix_spawn_file_actions_adddup2(&actions, moved.back().get(), 3 + static_cast<int>(i));
+    }
+    posix_spawn_file_actions_addclosefrom_np(&actions,
+                                             3 + static_cast<int>(options.listen_fds.size()));
+    std::vector<std::string> env_storage;
+    for (char** e = environ; *e != nullptr; ++e) {
+        const std::string entry = *e;
+        const std::string key = entry.substr(0, entry.find('='));
+        const bool replaced = std::any_of(options.env.begin(), options.env.end(), [&](const auto& o) {
+            return o.substr(0, o.find('=')) == key;
+        });
+        if (!replaced && key != "LISTEN_FDS" && key != "LISTEN_PID" && key != "NOTIFY_SOCKET")
+            env_storage.push_back(entry);
+    }
+    for (const std::string& entry : options.env)
+        env_storage.push_back(entry);
+    if (!options.listen_fds.empty())
+        env_storage.push_back(fmt::format("LISTEN_FDS={}", options.listen_fds.size()));
+    std::vector<char*> envp;
+    for (auto& entry : env_storage)
+        envp.push_back(entry.data());
+    envp.push_back(nullptr);
     // The child starts with default signal dispositions and an empty mask, whatever
     // the test runner set up.
     posix_spawnattr_t attr;
@@ -80,7 +113,7 @@ BinaryProcess::BinaryProcess(const std::string& path, std::vector<std::string> a
     posix_spawnattr_setsigmask(&attr, &none);
     posix_spawnattr_setsigdefault(&attr, &all);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    const int rc = ::posix_spawn(&pid_, path.c_str(), &actions, &attr, argv.data(), environ);
+    const int rc = ::posix_spawn(&pid_, program.c_str(), &actions, &attr, argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attr);
     if (rc != 0) {

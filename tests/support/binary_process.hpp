@@ -26,11 +26,23 @@ struct ExitStatus {
     std::string describe() const;
 };
 
+// What a service manager gives a process besides its arguments.
+struct SpawnOptions {
+    // "KEY=VALUE" added to (or replacing in) the test's environment: NOTIFY_SOCKET.
+    std::vector<std::string> env;
+    // Passed as fds 3, 4, ... with LISTEN_FDS and LISTEN_PID set to the child's pid, as
+    // systemd does for socket activation (sd_listen_fds(3)). The child's pid is not
+    // known before it exists, so the child is started through /bin/sh, which sets
+    // LISTEN_PID=$$ and execs the binary in the same process.
+    std::vector<int> listen_fds;
+};
+
 class BinaryProcess {
 public:
     // Spawns URING_FWD_BINARY-style `path` with `args` (argv[0] is added). Throws if the
     // spawn itself fails.
-    BinaryProcess(const std::string& path, std::vector<std::string> args);
+    BinaryProcess(const std::string& path, std::vector<std::string> args,
+                  const SpawnOptions& options = {});
     ~BinaryProcess();
     BinaryProcess(const BinaryProcess&) = delete;
     BinaryProcess& operator=(const BinaryProcess&) = delete;

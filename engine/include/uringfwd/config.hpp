@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -92,6 +93,21 @@ struct EngineConfig {
     // Sees every connection open and close (see observer.hpp); null: nobody, and the
     // engine then spends nothing on it.
     std::shared_ptr<ConnectionObserver> observer;
+
+    // Listening sockets made by someone else (systemd socket activation, the previous
+    // process of a binary upgrade), adopted instead of binding: each is matched to the
+    // route listen address it is bound to (getsockname). The engine dups them at
+    // start and never changes them; the caller still owns and closes its own fds.
+    // Per address there may be one socket, which every shard accepts on, or one per
+    // shard (an SO_REUSEPORT group, as Engine::listener_fds() hands them out), shard i
+    // taking the i-th; any other count fails the start. A socket that matches no
+    // listen address is logged and ignored; an address no socket matches is bound as
+    // usual. Used at start only, not by reconfigure(). docs/service.md.
+    std::vector<int> inherited_listeners;
+
+    // The binary's binary-upgrade control socket (--upgrade-socket, [engine]
+    // upgrade_socket); the engine itself does not read it. docs/service.md.
+    std::string upgrade_socket;
 
     LogLevel log_level = LogLevel::Info;
     LogSink log_sink; // empty = stderr

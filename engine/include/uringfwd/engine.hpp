@@ -78,6 +78,19 @@ public:
     // drain. Thread-safe; returns immediately. Not async-signal-safe.
     void stop(std::optional<std::chrono::milliseconds> drain = std::nullopt);
 
+    // For a binary upgrade: every listening socket of every shard, address by address
+    // and, within one, shard by shard (the SO_REUSEPORT group's order). The engine
+    // owns them; pass them on (SCM_RIGHTS) to a new engine's
+    // EngineConfig::inherited_listeners before calling release_listeners(). Empty
+    // once released or stopping.
+    std::vector<int> listener_fds() const;
+    // Stops accepting without closing the listening sockets for anyone else: each
+    // shard closes its own fd only, never shut down (which would reset what waits in
+    // the accept queue, for the other process too), and a Unix socket's file stays.
+    // Clients an accept already took are served. Open connections go on; call
+    // stop() afterwards to drain them. Returns once every shard has let go.
+    void release_listeners();
+
     // Blocks until every shard has stopped.
     void wait();
     // True once every shard has stopped (wait() then returns at once).

@@ -1,0 +1,79 @@
+// Binary upgrade without refusing a connection (docs/service.md): the running process
+// listens on a control socket (--upgrade-socket PATH); a new process started with the
+// same PATH connects, receives every listening socket with SCM_RIGHTS, starts accepting
+// on them, and only then tells the old process, which stops accepting without closing
+// the sockets and drains. The same socket objects pass, never new binds: closing a
+// listener of an SO_REUSEPORT group resets the clients queued in its backlog.
+//
+// The conversation, one SOCK_SEQPACKET message each:
+//   new -> old  "take-over"
+//   old -> new  "fds" carrying up to kFdsPerMessage fds, as many as needed, then "end"
+//   new -> old  "accepting"       (or the connection closes: the new one failed, and
+//                                  the old one goes on as if nothing happened)
+//   old -> new  "released"
+#pragma once
+
+#include "uring/unique_fd.hpp"
+#include "uringfwd/engine.hpp"
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace uringfwd::cli {
+
+// The new process's side.
+class UpgradeTakeover {
+public:
+    // Asks the process listening on `path` for its sockets. nullopt when none listens
+    // there (a first start); throws std::runtime_error when one does but the
+    // exchange fails.
+    static std::optional<UpgradeTakeover> connect(const std::string& path);
+
+    // The sockets received (ours until the engine has dup'd them).
+    std::vector<int> fds() const;
+    pid_t old_pid() const { return old_pid_; }
+
+    // Our engine accepts on the sockets: tells the old process to let go and waits
+    // (bounded) until it has. False, with the reason logged, when it did not answer;
+    // both then accept on the sockets until it ends, which loses nothing.
+    bool finish();
+
+private:
+    uring::UniqueFd conn_;
+    std::vector<uring::UniqueFd> fds_;
+    pid_t old_pid_ = -1;
+};
+
+// The running process's side.
+class UpgradeListener {
+public:
+    // Binds `path` (replacing a file there: callers first tried to connect to it),
+    // mode 0600. Throws std::runtime_error.
+    explicit UpgradeListener(std::string path);
+    ~UpgradeListener(); // removes the file, unless a successor has it now
+    UpgradeListener(const UpgradeListener&) = delete;
+    UpgradeListener& operator=(const UpgradeListener&) = delete;
+
+    // Non-blocking check for a successor; when one asks, hands it `engine`'s listening
+    // sockets and waits (bounded) for it to accept on them. True once it has: the
+    // engine's listeners are released (Engine::release_listeners()) and this socket
+    // is closed; the caller then drains with Engine::stop(). False otherwise, with
+    // what went wrong logged; the engine serves on.
+    bool serve_successor(Engine& engine);
+
+private:
+    std::string path_;
+    uring::UniqueFd fd_;
+    bool handed_over_ = false;
+};
+
+// SIGUSR2: starts the successor of this process, the binary now at our executable's
+// path (a package upgrade replaced the file; /proc/self/exe names the old one with
+// " (deleted)") with our arguments and an empty signal mask. A child of ours, so it
+// runs in the same service cgroup under systemd. Returns its pid, or -1 (logged).
+pid_t start_successor(char** argv);
+
+} // namespace uringfwd::cli
