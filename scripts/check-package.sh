@@ -85,9 +85,9 @@ check_contents() { # package "allowed regex" want...
 }
 docs='usr/share/doc/[^/]+/(copyright|changelog\.Debian\.gz)'
 check_contents uring-fwd \
-  "usr/bin/uring-fwd|usr/share/man/man1/uring-fwd\.1\.gz|usr/share/doc/uring-fwd/examples/uring-fwd\.toml|$docs" \
+  "usr/bin/uring-fwd|usr/share/man/man1/uring-fwd\.1\.gz|usr/share/doc/uring-fwd/examples/uring-fwd\.toml|etc/uring-fwd/uring-fwd\.toml|lib/systemd/system/uring-fwd\.service|$docs" \
   usr/bin/uring-fwd usr/share/man/man1/uring-fwd.1.gz usr/share/doc/uring-fwd/examples/uring-fwd.toml \
-  usr/share/doc/uring-fwd/copyright
+  usr/share/doc/uring-fwd/copyright etc/uring-fwd/uring-fwd.toml lib/systemd/system/uring-fwd.service
 check_contents liburingfwd0 "$libdir/liburingfwd\.so\.0(\.[0-9]+\.[0-9]+)?|$docs" \
   "$libdir/liburingfwd.so.0" "$libdir/liburingfwd.so.$version"
 headers=()
@@ -99,6 +99,47 @@ check_contents liburingfwd-dev \
 # The binary carries the engine itself: installing it must not pull in the library.
 if dpkg-deb -f "$(deb uring-fwd)" Depends | grep -q liburingfwd; then
   fail "uring-fwd depends on liburingfwd0; the binary links the engine statically"
+fi
+# The configuration is the administrator's (kept across upgrades), and postinst asks a
+# running service for a binary upgrade rather than a restart (debian/rules says why).
+control=$work/control
+dpkg-deb -e "$(deb uring-fwd)" "$control"
+grep -qx /etc/uring-fwd/uring-fwd.toml "$control/conffiles" ||
+  fail "/etc/uring-fwd/uring-fwd.toml is not a conffile: $(cat "$control/conffiles" 2>/dev/null)"
+grep -q 'SIGUSR2 uring-fwd.service' "$control/postinst" || fail "postinst sends no SIGUSR2"
+if grep -q 'deb-systemd-invoke restart' "$control/postinst"; then
+  fail "postinst restarts uring-fwd.service on upgrade"
+fi
+# postinst's upgrade hook, run from the .deb with systemctl and policy-rc.d stubbed (and
+# its /run/systemd/system and policy-rc.d paths pointed at scratch files): what it asks
+# systemctl in each case.
+hook_says() { # "postinst arguments" active(0|1) policy-exit-status
+  local stub=$work/stub
+  rm -rf "$stub" && mkdir -p "$stub/bin" "$stub/run-systemd"
+  printf '#!/bin/sh\necho "$*" >>%s/calls\n[ "$1" != is-active ] || exit %s\n' \
+    "$stub" "$(( $2 ? 0 : 3 ))" >"$stub/bin/systemctl"
+  printf '#!/bin/sh\nexit %s\n' "$3" >"$stub/policy-rc.d"
+  # Only the hook, after debhelper's last section (which needs deb-systemd-helper).
+  { echo 'set -e'; awk '{ line[NR] = $0 } /^# End automatically added section/ { last = NR }
+      END { for (i = last + 1; i <= NR; i++) print line[i] }' "$control/postinst"; } |
+    sed -e "s|/run/systemd/system|$stub/run-systemd|" -e "s|/usr/sbin/policy-rc.d|$stub/policy-rc.d|g" \
+    >"$stub/hook"
+  chmod +x "$stub/bin/systemctl" "$stub/policy-rc.d"
+  # shellcheck disable=SC2086 # $1 is the argument list
+  PATH=$stub/bin:$PATH DPKG_ROOT= sh "$stub/hook" $1 || fail "postinst $1 failed"
+  local kills
+  kills=$(grep -s -c 'kill' "$stub/calls" || true) # prints 0 itself when none matched
+  echo "${kills:-0}"                                 # no file: systemctl never ran
+}
+[[ $(hook_says "configure 0.0.9-1" 1 0) == 1 ]] || fail "postinst: an upgrade does not send SIGUSR2 to the running service"
+[[ $(hook_says "configure" 1 0) == 0 ]] || fail "postinst: a first installation sends SIGUSR2"
+[[ $(hook_says "configure 0.0.9-1" 0 0) == 0 ]] || fail "postinst: SIGUSR2 to a service that is not running"
+[[ $(hook_says "configure 0.0.9-1" 1 101) == 0 ]] || fail "postinst: SIGUSR2 although policy-rc.d forbids it"
+echo "  postinst: SIGUSR2 on upgrade of a running service only (4 cases)"
+# prerm stops the service on removal only ("$1" = remove), never on upgrade.
+if grep -B1 'deb-systemd-invoke stop' "$control/prerm" | grep -q '^if ' &&
+  ! grep -B1 'deb-systemd-invoke stop' "$control/prerm" | grep -q '"$1" = remove'; then
+  fail "prerm stops uring-fwd.service on upgrade"
 fi
 
 # --- 4. installed into a throw-away root ---------------------------------------------
@@ -114,6 +155,13 @@ out=$("$root/usr/bin/uring-fwd" --config "$example" --check 2>&1) ||
   fail "installed uring-fwd --check on the installed example: $out"
 grep -q "^$example: ok\$" <<<"$out" || fail "--check on the installed example printed: $out"
 echo "  --check ${example#"$root"}: ok"
+# The unit runs the installed binary on the installed configuration.
+unit=$root/lib/systemd/system/uring-fwd.service
+grep -q '^ExecStart=/usr/bin/uring-fwd --config /etc/uring-fwd/uring-fwd.toml ' "$unit" ||
+  fail "the unit's ExecStart is not /usr/bin/uring-fwd --config /etc/uring-fwd/uring-fwd.toml: $(grep ExecStart= "$unit")"
+out=$("$root/usr/bin/uring-fwd" --config "$root/etc/uring-fwd/uring-fwd.toml" --check 2>&1) ||
+  fail "installed uring-fwd --check on the installed /etc/uring-fwd/uring-fwd.toml: $out"
+echo "  --check /etc/uring-fwd/uring-fwd.toml: ok; unit ExecStart: /usr/bin/uring-fwd"
 
 export PKG_CONFIG_PATH=$root/$libdir/pkgconfig PKG_CONFIG_SYSROOT_DIR=$root
 read -r -a cflags <<<"$(pkg-config --cflags uringfwd)" || fail "pkg-config --cflags uringfwd"
