@@ -37,6 +37,9 @@ multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 # A fixed path, so that a second run's compiler command lines (which carry the source
 # path in -ffile-prefix-map) are the same and ccache, where installed, serves them.
 work=${TMPDIR:-/tmp}/uring-fwd-package
+# Two runs at once (two checkouts on one machine) take turns rather than share it.
+exec 9>"$work.lock"
+flock 9
 rm -rf "$work"
 # URING_FWD_KEEP_PACKAGE=1 leaves it (the .debs, build.log, lintian.log) for a look.
 [[ ${URING_FWD_KEEP_PACKAGE:-0} == 1 ]] || trap 'rm -rf "$work"' EXIT
