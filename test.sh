@@ -4,9 +4,11 @@
 #      splice, copy), hardening and interop (outside tools: promtool) suites
 #   2. liburingfwd installed from step 1's build and used by a small program, through
 #      pkg-config (shared and static) and as a meson subproject (scripts/check-install.sh)
-#   3. unit + integration (auto and copy) under AddressSanitizer + UndefinedBehaviorSanitizer
-#   4. the same under ThreadSanitizer (shards run on threads)
-#   5. a short libFuzzer run of every parser of outside input
+#   3. the Debian packages built (dpkg-buildpackage), their contents checked, extracted
+#      into a scratch root and run, and lintian-clean of errors (scripts/check-package.sh)
+#   4. unit + integration (auto and copy) under AddressSanitizer + UndefinedBehaviorSanitizer
+#   5. the same under ThreadSanitizer (shards run on threads)
+#   6. a short libFuzzer run of every parser of outside input
 # URING_FWD_QUICK=1 runs only step 1 (for a fast local loop).
 set -uo pipefail
 cd "$(dirname "$0")"
@@ -43,6 +45,9 @@ if [[ "${URING_FWD_QUICK:-0}" != 1 ]]; then
   # One step, one result: its own output says which part failed.
   echo "=== install"
   if scripts/check-install.sh build; then results+=("install:ok"); else results+=("install:fail"); fi
+  # The .debs built from debian/, their contents, the installed binary and lintian.
+  echo "=== package"
+  if scripts/check-package.sh; then results+=("package:ok"); else results+=("package:fail"); fi
   # Debian's gtest is not built with sanitizers; -Db_lundef=false lets the sanitizer
   # runtime resolve at load time as it expects. The sanitizer runs cover the unit and
   # integration suites (auto, which switches paths, and copy, which owns user-space

@@ -36,14 +36,17 @@ dest=$work/dest
 meson install -C "$build" --destdir "$dest" --quiet >"$work/install.log" 2>&1 ||
   { cat "$work/install.log"; fail "meson install"; }
 
-# Exactly these, wherever the prefix and libdir put them: the binary, the public headers,
-# both libraries, the .pc file. Anything else (an internal static library, a private
-# header) is a leak.
+# Exactly these, wherever the prefix and libdir put them: the binary, its man page, its
+# systemd unit and the configuration the unit reads, the public headers, both libraries,
+# the .pc file. Anything else (an internal static library, a private header) is a leak.
 installed=$(cd "$dest" && find . -type f -o -type l | sed 's|^\./|/|' | sort)
 mapfile -t installed_files <<<"$installed"
 printf '  installed: %s\n' "${installed_files[@]}"
 unexpected=$(echo "$installed" | grep -Ev \
   -e '/bin/uring-fwd$' \
+  -e '/share/man/man1/uring-fwd\.1$' \
+  -e '/lib/systemd/system/uring-fwd\.service$' \
+  -e '/etc/uring-fwd/uring-fwd\.toml$' \
   -e '/include/uringfwd/[a-z_]+\.hpp$' \
   -e '/lib[^/]*(/[^/]+)?/liburingfwd\.(a|so|so\.0|so\.[0-9]+\.[0-9]+\.[0-9]+)$' \
   -e '/pkgconfig/uringfwd\.pc$' || true)

@@ -19,6 +19,7 @@ if [[ "${1:-}" != "--run" ]]; then
     python3 iproute2 procps util-linux        # test helpers (ip netns, prlimit, setpriv)
     clang libclang-rt-14-dev                  # fuzz targets
     prometheus                                # interop suite: promtool check metrics
+    debhelper dpkg-dev lintian                # the Debian packages (scripts/check-package.sh)
   )
 fi
 if [[ "${1:-}" == "--bench" ]]; then
