@@ -30,6 +30,7 @@ std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config) {
         route.max_connections = rc.max_connections;
         route.idle_timeout = rc.idle_timeout;
         route.selector = rc.selector;
+        route.inspect_timeout = rc.inspect_timeout;
         for (const Endpoint& e : rc.listen)
             route.listen.push_back(resolve(e));
         for (const UpstreamMember& m : rc.pool.members) {

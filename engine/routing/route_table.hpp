@@ -28,6 +28,7 @@ struct Route {
     std::size_t max_connections = 0;   // engine-wide, as configured
     std::chrono::milliseconds idle_timeout{0};
     UpstreamSelector selector; // empty: the pool's policy alone
+    std::chrono::milliseconds inspect_timeout{3000};
 };
 
 struct RouteTable {

@@ -119,6 +119,10 @@ struct RouteConfig {
     std::chrono::milliseconds idle_timeout{0};
     // Empty: the pool's balancing policy chooses every upstream.
     UpstreamSelector selector;
+    // Routes that read a preamble before choosing an upstream (a PROXY header, a TLS
+    // ClientHello) give up on a client that has not sent it within this long: reset,
+    // counted as closed_inspect_timeout. Routes that read none ignore it.
+    std::chrono::milliseconds inspect_timeout{3000};
 };
 
 } // namespace uringfwd
