@@ -70,7 +70,8 @@ struct Connection {
     std::vector<std::byte> preamble;
     std::size_t preamble_sent = 0;
     std::size_t preamble_own = 0;
-    bool observed = false; // the observer's on_open has been called
+    bool observed = false;        // the observer's on_open has been called
+    bool caller_upstream = false; // Engine::forward_pair: the upstream is the caller's
 
     // The inspect phase (inspect.hpp): what was read, how far the chain has got. The
     // buffer goes when the phase ends.

@@ -44,32 +44,13 @@ int Connections::open(int client_fd, bool client_is_tcp, ShardRoute& r,
     if (upstream_fd >= 0) { // connected by the caller: forward at once
         notify_open(conn);
         conn.upstream.reset(upstream_fd);
+        conn.caller_upstream = true;
         start_forwarding(conn);
         return 0;
     }
     if (inspect && !r.inspectors.empty())
         return begin_inspect(conn);
     return choose_upstream(conn);
-}
-
-void Connections::fill_addresses(Connection& conn) {
-    if (conn.has_addresses)
-        return;
-    if (std::optional<SocketAddress> peer = peer_address(conn.client.get()))
-        conn.client_sa = *peer;
-    conn.local_sa = local_address(conn.client.get());
-    conn.has_addresses = true;
-}
-
-void Connections::fill_endpoints(Connection& conn) {
-    if (conn.endpoints_filled)
-        return;
-    // Two syscalls per connection (none after a PROXY header), paid only by those who
-    // look: an observer or a selector.
-    fill_addresses(conn);
-    conn.client_address = conn.client_sa.length > 0 ? to_endpoint(conn.client_sa) : Endpoint{};
-    conn.local_address = conn.local_sa.length > 0 ? to_endpoint(conn.local_sa) : Endpoint{};
-    conn.endpoints_filled = true;
 }
 
 void Connections::notify_open(Connection& conn) {
@@ -259,6 +240,7 @@ void Connections::start_forwarding(Connection& conn) {
     conn.dir(Side::ToUpstream).dst = conn.upstream.get();
     conn.dir(Side::ToClient).src = conn.upstream.get();
     conn.dir(Side::ToClient).dst = conn.client.get();
+    add_proxy_header(conn);
     if (!conn.preamble.empty()) {
         // What the client sent before the hand-over goes first; the client's next
         // bytes wait in its socket until then, so nothing is reordered.

@@ -71,6 +71,8 @@ private:
     void reject_inspected(Connection& conn, CloseReason reason, std::string_view who,
                           const std::string& detail);
     void move_to_route(Connection& conn, std::size_t index);
+    // send_proxy.cpp: puts the route's (or member's) PROXY header before the preamble.
+    void add_proxy_header(Connection& conn);
     // Chooses the next member and connects to it; closes the connection when no member
     // is left. Returns an errno as open() does.
     int connect_next(Connection& conn);

@@ -28,7 +28,11 @@
     R(arg, InspectIncomplete, inspect_incomplete,                                                  \
       "the client closed the connection before its preamble was complete")                         \
     R(arg, InspectOversized, inspect_oversized,                                                    \
-      "the client's preamble was larger than the engine reads (16 KiB, or its protocol's limit)")
+      "the client's preamble was larger than the engine reads (16 KiB, or its protocol's limit)")  \
+    R(arg, ProxyUntrusted, proxy_untrusted,                                                        \
+      "accept_proxy: the client is not in the route's trusted_sources")                            \
+    R(arg, ProxyInvalid, proxy_invalid,                                                            \
+      "accept_proxy: the client did not start with a valid PROXY v1/v2 header")
 
 namespace uringfwd {
 
