@@ -54,8 +54,8 @@ bool parse_port(std::string_view text, uint16_t& port) {
 bool make_address(int family, std::string_view host, uint16_t port, SocketAddress& out) {
     // inet_pton needs a terminated string; the longest IPv6 text is 45 characters.
     char text[64];
-    if (host.empty() || host.size() >= sizeof(text))
-        return false;
+    if (host.empty() || host.size() >= sizeof(text) || host.find('\0') != std::string_view::npos)
+        return false; // a NUL would end the text early: "2::\0junk" is not "2::"
     std::memcpy(text, host.data(), host.size());
     text[host.size()] = '\0';
     out = SocketAddress{};
@@ -106,6 +106,8 @@ ParseResult parse_v1(std::span<const std::byte> input) {
     }
     if (text[cr + 1] != '\n')
         return fail(Status::Malformed, "v1: a carriage return without a line feed");
+    if (text.substr(0, cr).find('\n') != std::string_view::npos)
+        return fail(Status::Malformed, "v1: a line feed without a carriage return");
     std::string_view line = text.substr(kV1Prefix.size(), cr - kV1Prefix.size());
     ParseResult r;
     r.status = Status::Done;

@@ -114,6 +114,13 @@ TEST(ProxyHeaderV1, RejectsBadLines) {
     }
 }
 
+TEST(ProxyHeaderV1, RejectsNulAndBareLineFeedsInsideTheLine) {
+    // Found by the fuzzer: inet_pton stops at a NUL, so "2::\0junk" read as "2::".
+    std::string nul("PROXY TCP6 2::\0x ::1 1 2\r\n", 27);
+    EXPECT_EQ(parse(bytes_of(nul)).status, Status::Malformed);
+    EXPECT_EQ(parse(bytes_of("PROXY TCP4 1.2.3.4\n5.6.7.8 1 2\r\n")).status, Status::Malformed);
+}
+
 TEST(ProxyHeaderV1, LongerThan107BytesIsOversized) {
     std::string in = "PROXY UNKNOWN " + std::string(200, 'x');
     EXPECT_EQ(parse(bytes_of(in)).status, Status::Oversized);
