@@ -3,6 +3,7 @@
 // same segment as the first data, or trickled a byte at a time) and forwards the rest
 // intact. The suite runs once per data path, so splice and copy are both covered.
 #include "protocol/proxy_header.hpp"
+#include "tests/support/binary_process.hpp"
 #include "tests/support/payload.hpp"
 #include "tests/support/proc_stats.hpp"
 #include "tests/support/proxy_under_test.hpp"
@@ -191,6 +192,20 @@ TEST(ProxyProtocolAccept, V2SplitIntoOneByteWritesAndPassedOnAsV2WithTlvs) {
     EXPECT_EQ(h.header.tlvs[0].type, engine::proxy::kTlvAuthority);
     EXPECT_EQ(as_text(h.header.tlvs[0].value), authority);
     EXPECT_TRUE(got.substr(h.consumed) == as_text(payload)) << "stream damaged";
+}
+
+// The one-route command line: --accept-proxy with --trusted-sources, --send-proxy.
+TEST(ProxyProtocolCli, FlagsAcceptAndSend) {
+    Listener upstream = listen_loopback(Family::Inet4);
+    RunningBinary binary = start_binary("127.0.0.1:0", upstream.endpoint(),
+                                        {"--accept-proxy", "--trusted-sources", "127.0.0.0/8,::1",
+                                         "--send-proxy", "v1", "--inspect-timeout", "2s"});
+    UniqueFd client = connect_to(binary.endpoint);
+    const std::vector<std::byte> payload = Payload(15).bytes(0, 4096);
+    std::string got =
+        relay(upstream, client.get(), "PROXY TCP4 198.51.100.9 192.0.2.1 6000 443\r\n", payload);
+    EXPECT_TRUE(got == "PROXY TCP4 198.51.100.9 192.0.2.1 6000 443\r\n" + as_text(payload))
+        << got.substr(0, 80);
 }
 
 } // namespace
