@@ -41,13 +41,7 @@ URING_VARIANTS = {"uring-fwd-copy": ["--data-path", "copy"],
                   "uring-fwd-busy": ["--busy-poll", "50us"],
                   # the cost of routing: a 16-member Maglev pool (the members are all the
                   # one upstream, added in start_peer) instead of one upstream
-                  "uring-fwd-maglev16": ["--balance", "maglev"],
-                  # the cost of the PROXY protocol both ways: the load client sends a v1
-                  # header, uring-fwd reads it and sends v2 to an upstream that reads it
-                  # (churn only: the other load tools cannot send a header)
-                  "uring-fwd-proxy2": ["--accept-proxy", "--send-proxy", "v2"]}
-# Peers whose clients must start with a PROXY header and whose upstream reads one.
-PROXY_PEERS = {"uring-fwd-proxy2"}
+                  "uring-fwd-maglev16": ["--balance", "maglev"]}
 # Extra --upstream copies of the upstream a variant gets (a pool of 1 + this many).
 URING_POOL_EXTRA = {"uring-fwd-maglev16": 15}
 ALL_PEERS += list(URING_VARIANTS)
@@ -401,10 +395,8 @@ def start_upstream(ctx: Ctx, kind: str) -> tuple[subprocess.Popen, int]:
         argv = ["iperf3", "-s", "-B", LOOP, "-p", str(port)]
     elif kind == "sockperf":
         argv = ["sockperf", "server", "--tcp", "-i", LOOP, "-p", str(port)]
-    elif kind in ("http", "http-proxy"):
-        # http-proxy: the same server reading a PROXY header (v1 or v2) first.
-        pp = " proxy_protocol" if kind == "http-proxy" else ""
-        d = ctx.subdir("nginx-" + kind)
+    elif kind == "http":
+        d = ctx.subdir("nginx-http")
         conf = d / "nginx.conf"
         conf.write_text(f"""
 worker_processes 1;
@@ -423,7 +415,7 @@ http {{
     scgi_temp_path {d}/scgi;
     keepalive_timeout 0;
     server {{
-        listen {LOOP}:{port} backlog=4096{pp};
+        listen {LOOP}:{port} backlog=4096;
         location / {{ return 200 "ok\\n"; }}
     }}
 }}
@@ -774,26 +766,11 @@ def rr(ctx: Ctx, size: int):
     return "sockperf", load
 
 
-def churn(ctx: Ctx, proxy_header: bool = False):
+def churn(ctx: Ctx):
     def load(port: int) -> dict:
         t = ctx.args.churn_duration
         argv = ["wrk", "-t1", f"-c{ctx.args.churn_conns}", f"-d{t}s", "--timeout", "5s",
                 "-H", "Connection: close", f"http://{LOOP}:{port}/"]
-        if proxy_header:
-            # Each connection carries one request (Connection: close), so a PROXY v1
-            # line before every request is one header at the start of every connection.
-            # wrk parses the first request() of its thread 0 as HTTP to check the script
-            # (wrk.c, script_verify_request) and only sends the later ones: the first
-            # call returns the bare request. -t1: there is no other thread.
-            script = ctx.subdir("wrk-proxy") / "proxy_header.lua"
-            script.write_text('local pp = "PROXY TCP4 127.0.0.1 127.0.0.1 40000 80\\r\\n"\n'
-                              'local calls = 0\n'
-                              'request = function()\n'
-                              '  calls = calls + 1\n'
-                              '  if calls == 1 then return wrk.format() end\n'
-                              '  return pp .. wrk.format()\n'
-                              'end\n')
-            argv[1:1] = ["-s", str(script)]
         r = run_cmd(argv, timeout=t + 40, cpu=ctx.load_cpu)
         m = re.search(r"Requests/sec:\s*([\d.]+)", r.stdout)
         if r.returncode != 0 or not m:
@@ -877,14 +854,8 @@ def run_one(ctx: Ctx, workload: str, peer: str) -> dict:
     """One measurement: fresh upstream, fresh proxy, load, measure, stop both."""
     if workload in SYSCALL_STREAMS and peer == "direct":
         return {"skipped": "no proxy process"}
-    if peer in PROXY_PEERS:
-        if workload != "churn":
-            return {"skipped": "PROXY protocol peer: churn only"}
-        upstream_kind, load = churn(ctx, proxy_header=True)
-        upstream_kind = "http-proxy"
-    else:
-        upstream_kind, load = (("iperf3", None) if workload in SYSCALL_STREAMS
-                               else WORKLOAD_DEFS[workload](ctx))
+    upstream_kind, load = (("iperf3", None) if workload in SYSCALL_STREAMS
+                           else WORKLOAD_DEFS[workload](ctx))
     up = proxy = None
     try:
         up, b = start_upstream(ctx, upstream_kind)
