@@ -194,6 +194,42 @@ TEST(ProxyProtocolAccept, V2SplitIntoOneByteWritesAndPassedOnAsV2WithTlvs) {
     EXPECT_TRUE(got.substr(h.consumed) == as_text(payload)) << "stream damaged";
 }
 
+// Engine::forward: the route's header goes first, then what the application had read,
+// then the rest of the stream. forward_pair sends none (its upstream is the caller's).
+TEST(ProxyProtocolSend, ForwardSendsTheHeaderBeforeAlreadyReadAndForwardPairNone) {
+    Listener upstream = listen_loopback(Family::Inet4);
+    RouteConfig r = route_to(upstream.endpoint());
+    r.send_proxy = ProxyVersion::V1;
+    ProxyUnderTest proxy{{r}};
+    Listener gateway = listen_loopback(Family::Inet4);
+    UniqueFd client = connect_to(gateway.endpoint());
+    UniqueFd accepted = accept_one(gateway.fd(), Deadline{5s});
+    const std::string already = "read-by-the-app:";
+    ASSERT_FALSE(proxy.engine().forward(accepted.get(), "pp",
+                                        std::as_bytes(std::span(already.data(), already.size()))));
+    (void)accepted.release(); // the engine owns it now
+    const std::vector<std::byte> payload = Payload(16).bytes(0, 4096);
+    std::string got = relay(upstream, client.get(), "", payload);
+    std::string header = "PROXY TCP4 127.0.0.1 127.0.0.1 " +
+                         std::to_string(local_port(client.get())) + " " +
+                         std::to_string(gateway.endpoint().port) + "\r\n";
+    EXPECT_TRUE(got == header + already + as_text(payload)) << got.substr(0, 80);
+
+    UniqueFd client2 = connect_to(gateway.endpoint());
+    UniqueFd accepted2 = accept_one(gateway.fd(), Deadline{5s});
+    UniqueFd mine = connect_to(upstream.endpoint());
+    UniqueFd theirs = accept_one(upstream.fd(), Deadline{5s});
+    ASSERT_FALSE(proxy.engine().forward_pair(accepted2.get(), mine.get(), "pp"));
+    (void)accepted2.release();
+    (void)mine.release();
+    ASSERT_EQ(send_text(client2.get(), "pair", Deadline{5s}).status, IoStatus::Ok);
+    shutdown_write(client2.get());
+    std::string pair;
+    recv_until_eof(theirs.get(), Deadline{5s},
+                   [&](std::span<const std::byte> chunk) { pair += as_text(chunk); });
+    EXPECT_EQ(pair, "pair");
+}
+
 // The one-route command line: --accept-proxy with --trusted-sources, --send-proxy.
 TEST(ProxyProtocolCli, FlagsAcceptAndSend) {
     Listener upstream = listen_loopback(Family::Inet4);
