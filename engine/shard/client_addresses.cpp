@@ -1,10 +1,6 @@
-// The client's addresses, as a PROXY header reported them or as the sockets tell, and
-// send_proxy: a PROXY header (protocol/proxy_header.hpp) put before everything else the
-// upstream receives, so it goes out ahead of any client byte on the splice and copy
-// paths alike: it travels as the first bytes of the connection's preamble, which is
-// sent before either direction starts reading the client.
+// The client's addresses, as a PROXY header reported them or as the sockets tell, for
+// the observer, the selector, the Maglev hash and a PROXY header sent upstream.
 #include "net/sockets.hpp"
-#include "protocol/proxy_header.hpp"
 #include "shard/connections.hpp"
 
 namespace uringfwd::engine {
@@ -29,30 +25,12 @@ void Connections::fill_endpoints(Connection& conn) {
     conn.endpoints_filled = true;
 }
 
-void Connections::add_proxy_header(Connection& conn) {
-    if (conn.caller_upstream)
-        return; // Engine::forward_pair: the application's own connection (route.hpp)
-    const Route& route = conn.route->route;
-    ProxyVersion version = conn.member >= 0
-                               ? route.members[static_cast<std::size_t>(conn.member)].send_proxy
-                               : route.send_proxy;
-    if (version == ProxyVersion::Off)
-        return;
-    // The client as a PROXY header reported it, or as the socket tells (two syscalls,
-    // paid only by routes that send a header). A Unix client has no address to tell:
-    // v1 UNKNOWN, v2 LOCAL.
-    fill_addresses(conn);
-    const SocketAddress* source = conn.client_sa.length > 0 ? &conn.client_sa : nullptr;
-    const SocketAddress* destination = conn.local_sa.length > 0 ? &conn.local_sa : nullptr;
-    std::vector<std::byte> header;
-    header.reserve(version == ProxyVersion::V1 ? proxy::kV1MaxLength : 52 + conn.proxy_tlvs.size());
-    if (version == ProxyVersion::V1)
-        proxy::write_v1(header, source, destination);
-    else
-        proxy::write_v2(header, source, destination, conn.proxy_tlvs);
-    conn.preamble_own = header.size();
-    conn.preamble.insert(conn.preamble.begin(), header.begin(), header.end());
-    conn.preamble_sent = 0;
+void Connections::notify_open(Connection& conn) {
+    if (shard_.config.observer && !conn.observed) {
+        fill_endpoints(conn);
+        conn.observed = true;
+        shard_.config.observer->on_open(info_of(conn));
+    }
 }
 
 } // namespace uringfwd::engine

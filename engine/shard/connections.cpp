@@ -53,14 +53,6 @@ int Connections::open(int client_fd, bool client_is_tcp, ShardRoute& r,
     return choose_upstream(conn);
 }
 
-void Connections::notify_open(Connection& conn) {
-    if (shard_.config.observer && !conn.observed) {
-        fill_endpoints(conn);
-        conn.observed = true;
-        shard_.config.observer->on_open(info_of(conn));
-    }
-}
-
 int Connections::choose_upstream(Connection& conn) {
     ShardRoute& r = *conn.route;
     conn.phase = Phase::Connecting;
@@ -250,37 +242,6 @@ void Connections::start_forwarding(Connection& conn) {
     }
     for (Side side : kBothSides)
         handle(conn, side, directions_.start(conn, side));
-}
-
-void Connections::send_preamble(Connection& conn) {
-    shard_.io.send(conn.in_flight, conn.tag(Op::Preamble), conn.upstream.get(),
-                   conn.preamble.data() + conn.preamble_sent,
-                   conn.preamble.size() - conn.preamble_sent, MSG_NOSIGNAL);
-}
-
-void Connections::on_preamble_sent(Connection& conn, int result) {
-    if (conn.phase == Phase::Closing)
-        return;
-    if (result <= 0) {
-        handle(conn, Side::ToUpstream,
-               Outcome::failed(CloseReason::UpstreamReset, "writing", "upstream",
-                               result == 0 ? -EPIPE : result));
-        return;
-    }
-    // Only the client's bytes count as forwarded, not a PROXY header of the engine's.
-    std::size_t own_left =
-        conn.preamble_own > conn.preamble_sent ? conn.preamble_own - conn.preamble_sent : 0;
-    auto clients = static_cast<uint64_t>(static_cast<std::size_t>(result) -
-                                         std::min(own_left, static_cast<std::size_t>(result)));
-    conn.preamble_sent += static_cast<std::size_t>(result);
-    conn.bytes[static_cast<int>(Side::ToUpstream)] += clients;
-    bump(shard_.io.counters().bytes_to_upstream, clients);
-    if (conn.preamble_sent < conn.preamble.size()) {
-        send_preamble(conn);
-        return;
-    }
-    conn.preamble = {}; // its memory goes now, not with the connection
-    handle(conn, Side::ToUpstream, directions_.start(conn, Side::ToUpstream));
 }
 
 void Connections::connect_failed(Connection& conn, int result) {
