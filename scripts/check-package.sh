@@ -109,7 +109,7 @@ control=$work/control
 dpkg-deb -e "$(deb uring-fwd)" "$control"
 grep -qx /etc/uring-fwd/uring-fwd.toml "$control/conffiles" ||
   fail "/etc/uring-fwd/uring-fwd.toml is not a conffile: $(cat "$control/conffiles" 2>/dev/null)"
-grep -q 'SIGUSR2 uring-fwd.service' "$control/postinst" || fail "postinst sends no SIGUSR2"
+grep -q 'SIGRTMIN+1 uring-fwd.service' "$control/postinst" || fail "postinst sends no SIGRTMIN+1"
 if grep -q 'deb-systemd-invoke restart' "$control/postinst"; then
   fail "postinst restarts uring-fwd.service on upgrade"
 fi
@@ -134,11 +134,11 @@ hook_says() { # "postinst arguments" active(0|1) policy-exit-status
   kills=$(grep -s -c 'kill' "$stub/calls" || true) # prints 0 itself when none matched
   echo "${kills:-0}"                                 # no file: systemctl never ran
 }
-[[ $(hook_says "configure 0.0.9-1" 1 0) == 1 ]] || fail "postinst: an upgrade does not send SIGUSR2 to the running service"
-[[ $(hook_says "configure" 1 0) == 0 ]] || fail "postinst: a first installation sends SIGUSR2"
-[[ $(hook_says "configure 0.0.9-1" 0 0) == 0 ]] || fail "postinst: SIGUSR2 to a service that is not running"
-[[ $(hook_says "configure 0.0.9-1" 1 101) == 0 ]] || fail "postinst: SIGUSR2 although policy-rc.d forbids it"
-echo "  postinst: SIGUSR2 on upgrade of a running service only (4 cases)"
+[[ $(hook_says "configure 0.0.9-1" 1 0) == 1 ]] || fail "postinst: an upgrade does not send SIGRTMIN+1 to the running service"
+[[ $(hook_says "configure" 1 0) == 0 ]] || fail "postinst: a first installation sends SIGRTMIN+1"
+[[ $(hook_says "configure 0.0.9-1" 0 0) == 0 ]] || fail "postinst: SIGRTMIN+1 to a service that is not running"
+[[ $(hook_says "configure 0.0.9-1" 1 101) == 0 ]] || fail "postinst: SIGRTMIN+1 although policy-rc.d forbids it"
+echo "  postinst: SIGRTMIN+1 on upgrade of a running service only (4 cases)"
 # prerm stops the service on removal only ("$1" = remove), never on upgrade.
 if grep -B1 'deb-systemd-invoke stop' "$control/prerm" | grep -q '^if ' &&
   ! grep -B1 'deb-systemd-invoke stop' "$control/prerm" | grep -q '"$1" = remove'; then

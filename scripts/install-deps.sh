@@ -20,6 +20,7 @@ if [[ "${1:-}" != "--run" ]]; then
     clang libclang-rt-14-dev                  # fuzz targets
     prometheus                                # interop suite: promtool check metrics
     debhelper dpkg-dev lintian                # the Debian packages (scripts/check-package.sh)
+    haproxy nginx libnginx-mod-stream         # interop suite: PROXY protocol peers
   )
 fi
 if [[ "${1:-}" == "--bench" ]]; then

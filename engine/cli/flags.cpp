@@ -1,5 +1,7 @@
 #include "cli/flags.hpp"
 
+#include "net/cidr.hpp"
+
 #include "uringfwd/cpu_list.hpp"
 #include "uringfwd/numa_topology.hpp"
 
@@ -15,9 +17,10 @@ namespace uringfwd::cli {
 namespace {
 
 // The flags that say what to serve; a configuration file's routes replace them.
-constexpr const char* kRouteFlags[] = {"--listen",         "--upstream", "--connect-timeout",
-                                       "--balance",        "--retries",  "--idle-timeout",
-                                       "--max-connections"};
+constexpr const char* kRouteFlags[] = {"--listen",          "--upstream",       "--connect-timeout",
+                                       "--balance",         "--retries",        "--idle-timeout",
+                                       "--max-connections", "--accept-proxy",   "--trusted-sources",
+                                       "--send-proxy",      "--inspect-timeout"};
 
 std::vector<int> parse_cpus(const std::string& flag, const std::string& text) {
     try {
@@ -139,6 +142,23 @@ void add_flags(CLI::App& app, Flags& flags) {
                    "open connections at most (split among shards); more clients wait in the "
                    "listen backlog; 0 = no limit")
         ->default_str("0");
+    app.add_flag("--accept-proxy", flags.accept_proxy,
+                 "clients must start with a PROXY protocol v1 or v2 header (from a proxy in "
+                 "front); its client address is the one used and passed on");
+    app.add_option("--trusted-sources", flags.trusted_sources,
+                   "with --accept-proxy: only these sources may send a header, e.g. "
+                   "10.0.0.0/8,::1/128 (default: every source)");
+    app.add_option("--send-proxy", flags.send_proxy,
+                   "send a PROXY protocol header to the upstream before any client byte")
+        ->check(CLI::IsMember({"off", "v1", "v2"}))
+        ->capture_default_str();
+    app.add_option("--inspect-timeout", flags.inspect_timeout_ms,
+                   "with --accept-proxy: reset a client whose header is not complete after "
+                   "this long (ms, or with a unit: 3s)")
+        ->transform(CLI::AsNumberWithUnit(std::map<std::string, long>{{"ms", 1}, {"s", 1000}},
+                                          CLI::AsNumberWithUnit::CASE_SENSITIVE))
+        ->check(CLI::Range(1L, 3600L * 1000))
+        ->default_str("3s");
     app.add_option("--connect-timeout", flags.connect_timeout_ms,
                    "give up on an upstream connect after this long (ms, or with a unit: 5s)")
         ->transform(CLI::AsNumberWithUnit(std::map<std::string, long>{{"ms", 1}, {"s", 1000}},
@@ -237,6 +257,23 @@ EngineConfig config_from_flags(const CLI::App& app, const Flags& flags) {
     route.pool.retries = flags.retries;
     route.idle_timeout = std::chrono::milliseconds(flags.idle_timeout_ms);
     route.max_connections = flags.max_connections;
+    route.accept_proxy = flags.accept_proxy;
+    route.send_proxy = *parse_proxy_version(flags.send_proxy); // checked by IsMember
+    route.inspect_timeout = std::chrono::milliseconds(flags.inspect_timeout_ms);
+    if (app.count("--trusted-sources") > 0) {
+        if (!flags.accept_proxy)
+            fail("--trusted-sources needs --accept-proxy");
+        std::string_view rest = flags.trusted_sources;
+        while (!rest.empty()) {
+            std::size_t comma = rest.find(',');
+            std::string one(rest.substr(0, comma));
+            rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+            std::string error;
+            if (!engine::Cidr::parse(one, error))
+                fail(fmt::format("--trusted-sources: {}: {}", one, error));
+            route.trusted_sources.push_back(one);
+        }
+    }
     config.routes = {route};
     apply_engine_flags(app, flags, config);
     return config;

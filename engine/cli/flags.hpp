@@ -30,6 +30,10 @@ struct Flags {
     unsigned retries = UpstreamPool{}.retries;
     long idle_timeout_ms = 0;
     std::size_t max_connections = 0;
+    bool accept_proxy = false;
+    std::string trusted_sources; // CIDR,CIDR,...
+    std::string send_proxy = "off";
+    long inspect_timeout_ms = RouteConfig{}.inspect_timeout.count();
 
     std::size_t max_pipes = EngineConfig{}.max_pipes;
     std::size_t pipe_size = EngineConfig{}.pipe_size;

@@ -2,6 +2,7 @@
 
 #include "config/duration.hpp"
 #include "config/table_reader.hpp"
+#include "net/cidr.hpp"
 #include "support/quote_input.hpp"
 
 #include <fmt/format.h>
@@ -110,6 +111,8 @@ UpstreamMember read_upstream(const toml::table& table, const std::string& contex
         member.backup = *v;
     if (const auto v = reader.integer("max_connections", 0, kNoLimit))
         member.max_connections = static_cast<std::size_t>(*v);
+    if (const auto v = reader.one_of("send_proxy", {"off", "v1", "v2"}))
+        member.send_proxy = parse_proxy_version(*v);
     reader.report_unknown_keys();
     return member;
 }
@@ -132,6 +135,53 @@ void read_upstreams(TableReader& reader, const std::string& context, ErrorList& 
         reader.error(line_of(*node),
                      "every upstream is a backup; at least one must not be (backups serve "
                      "only while no other member is up)");
+}
+
+// Calls `take` with each string of the array `key` and its line; reports other types.
+template <typename F> void each_string(TableReader& reader, std::string_view key, F&& take) {
+    const toml::node* node = reader.get(key);
+    if (node == nullptr)
+        return;
+    if (!node->is_array()) {
+        reader.wrong(key, *node, "an array of strings");
+        return;
+    }
+    for (const toml::node& one : *node->as_array()) {
+        if (!one.is_string())
+            reader.wrong(key, one, "an array of strings");
+        else
+            take(one.as_string()->get(), line_of(one));
+    }
+}
+
+// accept_proxy, trusted_sources, proxy_tlvs, send_proxy (README "PROXY protocol").
+void read_proxy_protocol(TableReader& reader, RouteConfig& route) {
+    if (const auto v = reader.boolean("accept_proxy"))
+        route.accept_proxy = *v;
+    if (const auto v = reader.one_of("send_proxy", {"off", "v1", "v2"}))
+        route.send_proxy = *parse_proxy_version(*v);
+    each_string(reader, "trusted_sources", [&](const std::string& text, std::size_t line) {
+        std::string error;
+        if (engine::Cidr::parse(text, error))
+            route.trusted_sources.push_back(text);
+        else
+            reader.error(line, fmt::format("trusted_sources: {}: {}", quote_input(text), error));
+    });
+    each_string(reader, "proxy_tlvs", [&](const std::string& text, std::size_t line) {
+        if (auto type = parse_proxy_tlv_type(text))
+            route.proxy_tlvs.push_back(*type);
+        else
+            reader.error(line, fmt::format("proxy_tlvs: {} is not \"alpn\", \"authority\", "
+                                           "\"unique_id\", \"ssl\", \"netns\" or a number 0..255",
+                                           quote_input(text)));
+    });
+    const toml::node* trusted = reader.get("trusted_sources");
+    const toml::node* tlvs = reader.get("proxy_tlvs");
+    for (const toml::node* set : {trusted, tlvs})
+        if (set != nullptr && !route.accept_proxy)
+            reader.error(line_of(*set),
+                         fmt::format("{} needs accept_proxy = true",
+                                     set == trusted ? "trusted_sources" : "proxy_tlvs"));
 }
 
 void read_health_check(TableReader& route, const std::string& context, ErrorList& errors,
@@ -207,6 +257,9 @@ ParsedRoute read_route(const toml::table& table, std::size_t index, ErrorList& e
         out.route.idle_timeout = duration_cast<milliseconds>(*v);
     if (const auto v = reader.duration("resolve_interval", 0us, std::nullopt))
         pool.resolve_interval = duration_cast<milliseconds>(*v);
+    if (const auto v = reader.duration("inspect_timeout", 1ms, microseconds{1h}))
+        out.route.inspect_timeout = duration_cast<milliseconds>(*v);
+    read_proxy_protocol(reader, out.route);
     read_upstreams(reader, context, errors, pool);
     read_health_check(reader, context, errors, pool.health_check);
     read_passive_health(reader, context, errors, pool.passive);

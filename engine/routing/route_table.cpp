@@ -30,11 +30,24 @@ std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config) {
         route.max_connections = rc.max_connections;
         route.idle_timeout = rc.idle_timeout;
         route.selector = rc.selector;
+        route.inspect_timeout = rc.inspect_timeout;
+        route.accept_proxy = rc.accept_proxy;
+        route.proxy_tlvs = rc.proxy_tlvs;
+        route.send_proxy = rc.send_proxy;
+        for (const std::string& text : rc.trusted_sources) {
+            std::string error;
+            std::optional<Cidr> cidr = Cidr::parse(text, error);
+            if (!cidr)
+                throw std::runtime_error(
+                    fmt::format("route \"{}\": trusted_sources: {}: {}", rc.name, text, error));
+            route.trusted_sources.push_back(*cidr);
+        }
         for (const Endpoint& e : rc.listen)
             route.listen.push_back(resolve(e));
         for (const UpstreamMember& m : rc.pool.members) {
             try {
-                route.members.push_back({resolve_upstream(m.address), m.address.to_string()});
+                route.members.push_back({resolve_upstream(m.address), m.address.to_string(), -1,
+                                         m.send_proxy.value_or(rc.send_proxy)});
             } catch (const std::exception& e) {
                 throw std::runtime_error(fmt::format("route \"{}\": {}", rc.name, e.what()));
             }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "health/health_checker.hpp"
+#include "net/cidr.hpp"
 #include "net/socket_address.hpp"
 #include "support/logger.hpp"
 #include "uringfwd/config.hpp"
@@ -18,6 +19,7 @@ struct MemberRoute {
     SocketAddress address;  // resolved
     std::string name;       // as configured ("host:port"): logs, stats, the Maglev key
     int health_target = -1; // its HealthChecker target, -1 when its pool has no check
+    ProxyVersion send_proxy = ProxyVersion::Off; // its own, or the route's
 };
 
 struct Route {
@@ -28,6 +30,12 @@ struct Route {
     std::size_t max_connections = 0;   // engine-wide, as configured
     std::chrono::milliseconds idle_timeout{0};
     UpstreamSelector selector; // empty: the pool's policy alone
+    std::chrono::milliseconds inspect_timeout{3000};
+    // PROXY protocol (RouteConfig): trusted_sources parsed.
+    bool accept_proxy = false;
+    std::vector<Cidr> trusted_sources;
+    std::vector<uint8_t> proxy_tlvs;
+    ProxyVersion send_proxy = ProxyVersion::Off; // for an address the selector chose
 };
 
 struct RouteTable {

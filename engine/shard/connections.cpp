@@ -38,7 +38,7 @@ Endpoint upstream_endpoint(const Connection& conn) {
 } // namespace
 
 int Connections::open(int client_fd, bool client_is_tcp, ShardRoute& r,
-                      std::vector<std::byte> preamble, int upstream_fd) {
+                      std::vector<std::byte> preamble, int upstream_fd, bool inspect) {
     Connection& conn = table_.allocate();
     conn.client.reset(client_fd);
     conn.route = &r;
@@ -52,20 +52,27 @@ int Connections::open(int client_fd, bool client_is_tcp, ShardRoute& r,
     bump(counters.active);
     if (client_is_tcp)
         set_no_delay(client_fd);
-    if (shard_.config.observer || r.route.selector) {
-        // Two syscalls per connection, paid only by those who look.
-        conn.client_address = peer_endpoint(client_fd);
-        conn.local_address = to_endpoint(local_address(client_fd));
-    }
-    if (shard_.config.observer)
-        shard_.config.observer->on_open(info_of(conn));
     if (upstream_fd >= 0) { // connected by the caller: forward at once
+        notify_open(conn);
         conn.upstream.reset(upstream_fd);
+        conn.caller_upstream = true;
         start_forwarding(conn);
         return 0;
     }
+    if (inspect && !r.inspectors.empty())
+        return begin_inspect(conn);
+    return choose_upstream(conn);
+}
+
+int Connections::choose_upstream(Connection& conn) {
+    ShardRoute& r = *conn.route;
+    conn.phase = Phase::Connecting;
+    if (r.route.selector)
+        fill_endpoints(conn);
+    notify_open(conn);
     if (r.hashes_client())
-        conn.client_hash = hash_of_peer(client_fd);
+        conn.client_hash = conn.has_addresses ? hash_client_address(conn.client_sa.storage)
+                                              : hash_of_peer(conn.client.get());
     conn.connect_deadline = shard_.now + r.connect_deadline();
     if (r.route.selector)
         return follow_selection(conn, r.route.selector(info_of(conn)));
@@ -198,6 +205,11 @@ void Connections::on_completion(const OpTag& t, const uring::Completion& c) {
     case Op::Preamble:
         on_preamble_sent(conn, c.result);
         break;
+    case Op::InspectRecv:
+        on_inspect_read(conn, c.result);
+        break;
+    case Op::InspectTimeout:
+        break;
     default:
         handle(conn, t.side, directions_.on_completion(conn, t.side, t.op, c));
     }
@@ -231,6 +243,7 @@ void Connections::start_forwarding(Connection& conn) {
     conn.dir(Side::ToUpstream).dst = conn.upstream.get();
     conn.dir(Side::ToClient).src = conn.upstream.get();
     conn.dir(Side::ToClient).dst = conn.client.get();
+    add_proxy_header(conn);
     if (!conn.preamble.empty()) {
         // What the client sent before the hand-over goes first; the client's next
         // bytes wait in its socket until then, so nothing is reordered.
@@ -240,32 +253,6 @@ void Connections::start_forwarding(Connection& conn) {
     }
     for (Side side : kBothSides)
         handle(conn, side, directions_.start(conn, side));
-}
-
-void Connections::send_preamble(Connection& conn) {
-    shard_.io.send(conn.in_flight, conn.tag(Op::Preamble), conn.upstream.get(),
-                   conn.preamble.data() + conn.preamble_sent,
-                   conn.preamble.size() - conn.preamble_sent, MSG_NOSIGNAL);
-}
-
-void Connections::on_preamble_sent(Connection& conn, int result) {
-    if (conn.phase == Phase::Closing)
-        return;
-    if (result <= 0) {
-        handle(conn, Side::ToUpstream,
-               Outcome::failed(CloseReason::UpstreamReset, "writing", "upstream",
-                               result == 0 ? -EPIPE : result));
-        return;
-    }
-    conn.preamble_sent += static_cast<std::size_t>(result);
-    conn.bytes[static_cast<int>(Side::ToUpstream)] += static_cast<uint64_t>(result);
-    bump(shard_.io.counters().bytes_to_upstream, static_cast<uint64_t>(result));
-    if (conn.preamble_sent < conn.preamble.size()) {
-        send_preamble(conn);
-        return;
-    }
-    conn.preamble = {}; // its memory goes now, not with the connection
-    handle(conn, Side::ToUpstream, directions_.start(conn, Side::ToUpstream));
 }
 
 void Connections::connect_failed(Connection& conn, int result) {
@@ -382,8 +369,10 @@ void Connections::finalize(Connection& conn) {
             if (fd->valid())
                 set_reset_on_close(fd->get());
     }
-    if (shard_.config.observer)
+    if (shard_.config.observer) {
+        notify_open(conn); // rejected while inspecting: opened and closed at once
         report_close(conn);
+    }
     ShardRoute& r = *conn.route;
     if (conn.member_counted)
         r.pool.closed(static_cast<std::size_t>(conn.member));

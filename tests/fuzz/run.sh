@@ -34,12 +34,14 @@ read -r -a fmt_flags <<<"$(pkg-config --cflags --libs fmt)"
 declare -A sources=(
     [endpoint]="engine/net/endpoint.cpp engine/support/quote_input.cpp"
     [cpu_list]="engine/platform/cpu_list.cpp engine/support/quote_input.cpp"
+    [proxy_header]="engine/protocol/proxy_header.cpp"
     # toml++ is compiled in (its headers hold the implementation; without
     # TOML_HEADER_ONLY=0 they are used header-only), so the fuzzer instruments the TOML
     # parser as well as ours.
     [config]="$(echo engine/config/*.cpp) engine/net/endpoint.cpp engine/support/quote_input.cpp
               engine/platform/cpu_list.cpp engine/platform/numa_topology.cpp
-              engine/api/data_path.cpp engine/api/route.cpp engine/support/log_level.cpp"
+              engine/api/data_path.cpp engine/api/route.cpp engine/support/log_level.cpp
+              engine/net/cidr.cpp"
 )
 
 # target name -> extra compiler flags.
@@ -48,7 +50,7 @@ declare -A target_flags=(
 )
 
 status=0
-for target in endpoint cpu_list config; do
+for target in endpoint cpu_list config proxy_header; do
     bin="$work/${target}_fuzz"
     corpus="$work/corpus/$target"
     artifacts="$work/artifacts/$target/"

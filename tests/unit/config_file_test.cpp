@@ -246,6 +246,27 @@ std::ostream& operator<<(std::ostream& os, const ErrorCase& c) {
 
 class ConfigFileError : public ::testing::TestWithParam<ErrorCase> {};
 
+TEST(ConfigFile, ProxyProtocolKeysMap) {
+    const ConfigFileResult r =
+        parse(web("accept_proxy = true\ntrusted_sources = [\"10.0.0.0/8\", \"::1/128\"]\n"
+                  "proxy_tlvs = [\"authority\", \"alpn\", \"0xE0\"]\nsend_proxy = \"v2\"\n"
+                  "inspect_timeout = \"500ms\"\n",
+                  "  send_proxy = \"v1\"\n"));
+    ASSERT_THAT(r.errors, IsEmpty());
+    const RouteConfig& route = r.config->routes.at(0);
+    EXPECT_TRUE(route.accept_proxy);
+    EXPECT_THAT(route.trusted_sources, ElementsAre("10.0.0.0/8", "::1/128"));
+    EXPECT_THAT(route.proxy_tlvs, ElementsAre(0x02, 0x01, 0xE0));
+    EXPECT_EQ(route.send_proxy, ProxyVersion::V2);
+    EXPECT_EQ(route.inspect_timeout, 500ms);
+    EXPECT_EQ(route.pool.members.at(0).send_proxy, ProxyVersion::V1);
+    // Unset: nothing read, nothing sent.
+    const RouteConfig plain = parse(web()).config->routes.at(0);
+    EXPECT_FALSE(plain.accept_proxy);
+    EXPECT_EQ(plain.send_proxy, ProxyVersion::Off);
+    EXPECT_FALSE(plain.pool.members.at(0).send_proxy.has_value());
+}
+
 TEST_P(ConfigFileError, ReportsExactly) {
     const ConfigFileResult result = parse(GetParam().text);
     EXPECT_FALSE(result.config.has_value());
@@ -397,6 +418,19 @@ const ErrorCase kErrorCases[] = {
     {"ResolveIntervalAFraction", web("resolve_interval = \"1.5s\"\n"),
      {"t.toml:4: route \"web\": resolve_interval must be a duration such as \"2s\", not "
       "\"1.5s\": must be a whole number (use a smaller unit: 1500ms, not 1.5s)"}},
+    {"InspectTimeoutZero", web("inspect_timeout = \"0\"\n"), {"t.toml:4: route \"web\": inspect_timeout must be 1ms..1h, not \"0\""}},
+    {"AcceptProxyNotABool", web("accept_proxy = \"yes\"\n"), {"t.toml:4: route \"web\": accept_proxy must be true or false, not \"yes\""}},
+    {"SendProxyUnknown", web("send_proxy = \"v3\"\n"), {"t.toml:4: route \"web\": send_proxy must be off, v1 or v2, not \"v3\""}},
+    {"TrustedSourcesBadCidr", web("accept_proxy = true\ntrusted_sources = [\"10.0.0.1/8\"]\n"),
+     {"t.toml:5: route \"web\": trusted_sources: \"10.0.0.1/8\": bits are set past the "
+      "prefix length (did you mean the network address?)"}},
+    {"TrustedSourcesNotAnArray", web("accept_proxy = true\ntrusted_sources = \"10.0.0.0/8\"\n"),
+     {"t.toml:5: route \"web\": trusted_sources must be an array of strings, not "
+      "\"10.0.0.0/8\""}},
+    {"TrustedSourcesWithoutAcceptProxy", web("trusted_sources = [\"10.0.0.0/8\"]\n"), {"t.toml:4: route \"web\": trusted_sources needs accept_proxy = true"}},
+    {"ProxyTlvsUnknown", web("accept_proxy = true\nproxy_tlvs = [\"alpn\", \"sni\"]\n"), {"t.toml:5: route \"web\": proxy_tlvs: \"sni\" is not \"alpn\", \"authority\", "
+      "\"unique_id\", \"ssl\", \"netns\" or a number 0..255"}},
+    {"UpstreamSendProxyUnknown", web("", "  send_proxy = \"2\"\n"), {"t.toml:6: route \"web\": upstream send_proxy must be off, v1 or v2, not \"2\""}},
 
     // [[route.upstream]]
     {"UpstreamMissing", "[[route]]\nname = \"web\"\nlisten = \":1\"\n",

@@ -15,8 +15,10 @@ struct ConnectionInfo {
     uint64_t id = 0; // unique in the engine: the shard in the top 16 bits
     int shard = 0;
     std::string_view route; // valid during the call only
-    Endpoint client;        // who connected (unix: the path, often empty)
-    Endpoint local;         // the address it connected to
+    Endpoint client;        // who connected (unix: the path, often empty); with
+                            // accept_proxy, the source its PROXY header gave
+    Endpoint local;         // the address it connected to (with accept_proxy: the
+                            // header's destination)
 };
 
 struct ConnectionRecord {

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -31,6 +32,17 @@ enum class BalancePolicy {
 std::string_view to_string(BalancePolicy policy); // "round-robin", "least-active", "maglev"
 std::optional<BalancePolicy> parse_balance_policy(std::string_view text);
 
+// The PROXY protocol (HAProxy's doc/proxy-protocol.txt): a header before the stream
+// that tells the next hop who the client is. See README "PROXY protocol".
+enum class ProxyVersion { Off, V1, V2 };
+std::string_view to_string(ProxyVersion version); // "off", "v1", "v2"
+std::optional<ProxyVersion> parse_proxy_version(std::string_view text);
+
+// PROXY v2 TLV types that can be passed on from an accepted header to one sent
+// upstream (spec section 2.2): "alpn" (0x01), "authority" (0x02), "unique_id" (0x05),
+// "ssl" (0x20), "netns" (0x30), or a number 0..255 ("0xE0" for a custom one).
+std::optional<uint8_t> parse_proxy_tlv_type(std::string_view text);
+
 struct UpstreamMember {
     Endpoint address;    // a host name is resolved at start (and every resolve_interval)
     unsigned weight = 1; // 1..1000
@@ -40,6 +52,8 @@ struct UpstreamMember {
     // Like every limit here it is split evenly among the shards (rounded up), which
     // count on their own and share nothing.
     std::size_t max_connections = 0;
+    // A PROXY header to send to this member, overriding the route's send_proxy.
+    std::optional<ProxyVersion> send_proxy = std::nullopt;
 };
 
 // Active health check: a TCP connect to each member every `interval`, run once per
@@ -119,6 +133,27 @@ struct RouteConfig {
     std::chrono::milliseconds idle_timeout{0};
     // Empty: the pool's balancing policy chooses every upstream.
     UpstreamSelector selector;
+    // Routes that read a preamble before choosing an upstream (a PROXY header, a TLS
+    // ClientHello) give up on a client that has not sent it within this long: reset,
+    // counted as closed_inspect_timeout. Routes that read none ignore it.
+    std::chrono::milliseconds inspect_timeout{3000};
+
+    // PROXY protocol. accept_proxy: every client of the route's listeners must start
+    // with a v1 or v2 header (auto-detected); its addresses are what the selector, the
+    // observer, the Maglev hash and a header sent upstream see. A client without one,
+    // with a broken one, or too slow (inspect_timeout) is reset. Clients handed over
+    // with Engine::forward are not read: the application owns what came before.
+    bool accept_proxy = false;
+    // CIDRs ("10.0.0.0/8", "::1/128") allowed to send a header; a client from
+    // anywhere else is reset (closed_proxy_untrusted) before anything is read.
+    // Empty: every source is trusted.
+    std::vector<std::string> trusted_sources;
+    // v2 TLV types of an accepted header passed on in a v2 header sent upstream
+    // (parse_proxy_tlv_type); others are parsed and dropped.
+    std::vector<uint8_t> proxy_tlvs;
+    // A header sent to the upstream before any client byte (members may override).
+    // Not for Engine::forward_pair: its upstream is the application's own connection.
+    ProxyVersion send_proxy = ProxyVersion::Off;
 };
 
 } // namespace uringfwd
