@@ -39,7 +39,9 @@ declare -A sources=(
     # parser as well as ours.
     [config]="$(echo engine/config/*.cpp) engine/net/endpoint.cpp engine/support/quote_input.cpp
               engine/platform/cpu_list.cpp engine/platform/numa_topology.cpp
-              engine/api/data_path.cpp engine/api/route.cpp engine/support/log_level.cpp"
+              engine/api/data_path.cpp engine/api/route.cpp engine/support/log_level.cpp
+              engine/routing/sni_router.cpp"
+    [client_hello]="engine/protocol/client_hello.cpp"
 )
 
 # target name -> extra compiler flags.
@@ -48,7 +50,7 @@ declare -A target_flags=(
 )
 
 status=0
-for target in endpoint cpu_list config; do
+for target in endpoint cpu_list config client_hello; do
     bin="$work/${target}_fuzz"
     corpus="$work/corpus/$target"
     artifacts="$work/artifacts/$target/"
