@@ -85,10 +85,13 @@ private:
     void remove_unix_socket_file();
 
     struct PlannedListener {
-        uint32_t route;
+        uint32_t route;                // its group's anchor route
         engine::SocketAddress address; // bound (port resolved) once shard 0 started
         bool closed = false;           // removed by a reconfiguration
+        uint32_t group = 0;            // in routes_->groups
     };
+    // Whether `l` takes clients of the route named `route` (alone or in a group).
+    bool serves(const PlannedListener& l, std::string_view route) const;
     // reconfigure.cpp
     std::vector<std::string> needs_restart(const EngineConfig& next) const;
     std::string apply_to_shards(const engine::RouteTable& next,

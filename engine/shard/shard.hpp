@@ -44,8 +44,10 @@ struct ShardSetup {
 // A new configuration for a running shard (Engine::reconfigure).
 struct ShardChange {
     std::shared_ptr<const RouteTable> routes;
-    // Per listener the shard has: the route it serves from now on, or -1 to close it.
+    // Per listener the shard has: the route it serves from now on, or -1 to close it,
+    // and its listen group in `routes`.
     std::vector<int> listener_routes;
+    std::vector<uint32_t> listener_groups;
     // Listeners to add; their indexes follow the existing ones.
     std::vector<ListenerSetup> new_listeners;
 };

@@ -71,7 +71,7 @@ std::string Shard::apply(ShardChange& change) {
         if (route < 0)
             listener.stop(); // its open connections go on, as on stop()
         else
-            listener.move_to_route(static_cast<uint32_t>(route));
+            listener.move_to_route(static_cast<uint32_t>(route), change.listener_groups[i]);
     }
     for (auto& listener : added) {
         bound_.push_back(listener->bound());
