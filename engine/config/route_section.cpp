@@ -238,6 +238,8 @@ ParsedRoute read_route(const toml::table& table, std::size_t index, ErrorList& e
         out.tls_line = line_of(*node);
     else if (const toml::node* alpn = reader.get("alpn"))
         out.tls_line = line_of(*alpn);
+    if (const auto v = reader.duration("inspect_timeout", 1ms, microseconds{1h}))
+        out.route.inspect_timeout = duration_cast<milliseconds>(*v);
     read_upstreams(reader, context, errors, pool);
     read_health_check(reader, context, errors, pool.health_check);
     read_passive_health(reader, context, errors, pool.passive);

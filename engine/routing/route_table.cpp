@@ -80,6 +80,7 @@ std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config) {
         route.selector = rc.selector;
         route.server_names = rc.server_names;
         route.alpn = rc.alpn;
+        route.inspect_timeout = rc.inspect_timeout;
         for (const Endpoint& e : rc.listen)
             route.listen.push_back(resolve(e));
         for (const UpstreamMember& m : rc.pool.members) {

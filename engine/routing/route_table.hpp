@@ -43,6 +43,7 @@ struct ListenGroup {
     // Chooses among `routes` by the ClientHello; null when no route of the group
     // matches on names or ALPN, so nothing is read before connecting.
     std::shared_ptr<const SniRouter> router;
+    std::chrono::milliseconds inspect_timeout{3000};
 };
 
 struct RouteTable {

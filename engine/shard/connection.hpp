@@ -22,7 +22,9 @@ namespace uringfwd::engine {
 
 struct ShardRoute;
 
-enum class Phase : uint8_t { Connecting, Forwarding, Closing };
+// Inspecting: reading a preamble (inspect.hpp) before an upstream is chosen; only
+// connections of routes with inspectors pass through it.
+enum class Phase : uint8_t { Inspecting, Connecting, Forwarding, Closing };
 
 struct Connection {
     uint32_t slot = 0; // its place in the table, fixed for the table's lifetime
@@ -62,8 +64,29 @@ struct Connection {
     Endpoint upstream_address; // once connected; the peer may be gone when it closes
     // Bytes the client sent before the engine took it over (Engine::forward): they go
     // to the upstream before anything else.
+    // Also the bytes the inspect phase read and no inspector consumed, and a PROXY
+    // header for the upstream: the first `preamble_own` bytes are the engine's own, not
+    // the client's, and are not counted as forwarded.
     std::vector<std::byte> preamble;
     std::size_t preamble_sent = 0;
+    std::size_t preamble_own = 0;
+    bool observed = false; // the observer's on_open has been called
+
+    // The inspect phase (inspect.hpp): what was read, how far the chain has got. The
+    // buffer goes when the phase ends.
+    std::vector<std::byte> inspect_buffer;
+    std::size_t inspect_read = 0;     // bytes in inspect_buffer
+    std::size_t inspect_consumed = 0; // by the inspectors done so far
+    std::size_t inspect_stage = 0;    // the inspector being asked
+    std::chrono::steady_clock::time_point inspect_deadline;
+    SocketAddress transport_peer; // getpeername(), for the inspectors
+    // The client's addresses as a proxy in front reported them (a PROXY header), or as
+    // the sockets tell when something needs them (has_addresses).
+    bool has_addresses = false;
+    bool endpoints_filled = false; // client_address and local_address
+    SocketAddress client_sa;
+    SocketAddress local_sa;
+    std::vector<std::byte> proxy_tlvs; // to pass on in a PROXY v2 header
 
     Direction& dir(Side side) { return dirs[static_cast<int>(side)]; }
     const Direction& dir(Side side) const { return dirs[static_cast<int>(side)]; }

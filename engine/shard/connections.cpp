@@ -27,7 +27,7 @@ uint64_t hash_of_peer(int fd) {
 } // namespace
 
 int Connections::open(int client_fd, bool client_is_tcp, ShardRoute& r,
-                      std::vector<std::byte> preamble, int upstream_fd) {
+                      std::vector<std::byte> preamble, int upstream_fd, bool inspect) {
     Connection& conn = table_.allocate();
     conn.client.reset(client_fd);
     conn.route = &r;
@@ -41,20 +41,54 @@ int Connections::open(int client_fd, bool client_is_tcp, ShardRoute& r,
     bump(counters.active);
     if (client_is_tcp)
         set_no_delay(client_fd);
-    if (shard_.config.observer || r.route.selector) {
-        // Two syscalls per connection, paid only by those who look.
-        conn.client_address = peer_endpoint(client_fd);
-        conn.local_address = to_endpoint(local_address(client_fd));
-    }
-    if (shard_.config.observer)
-        shard_.config.observer->on_open(info_of(conn));
     if (upstream_fd >= 0) { // connected by the caller: forward at once
+        notify_open(conn);
         conn.upstream.reset(upstream_fd);
         start_forwarding(conn);
         return 0;
     }
+    if (inspect && !r.inspectors.empty())
+        return begin_inspect(conn);
+    return choose_upstream(conn);
+}
+
+void Connections::fill_addresses(Connection& conn) {
+    if (conn.has_addresses)
+        return;
+    if (std::optional<SocketAddress> peer = peer_address(conn.client.get()))
+        conn.client_sa = *peer;
+    conn.local_sa = local_address(conn.client.get());
+    conn.has_addresses = true;
+}
+
+void Connections::fill_endpoints(Connection& conn) {
+    if (conn.endpoints_filled)
+        return;
+    // Two syscalls per connection (none after a PROXY header), paid only by those who
+    // look: an observer or a selector.
+    fill_addresses(conn);
+    conn.client_address = conn.client_sa.length > 0 ? to_endpoint(conn.client_sa) : Endpoint{};
+    conn.local_address = conn.local_sa.length > 0 ? to_endpoint(conn.local_sa) : Endpoint{};
+    conn.endpoints_filled = true;
+}
+
+void Connections::notify_open(Connection& conn) {
+    if (shard_.config.observer && !conn.observed) {
+        fill_endpoints(conn);
+        conn.observed = true;
+        shard_.config.observer->on_open(info_of(conn));
+    }
+}
+
+int Connections::choose_upstream(Connection& conn) {
+    ShardRoute& r = *conn.route;
+    conn.phase = Phase::Connecting;
+    if (r.route.selector)
+        fill_endpoints(conn);
+    notify_open(conn);
     if (r.hashes_client())
-        conn.client_hash = hash_of_peer(client_fd);
+        conn.client_hash = conn.has_addresses ? hash_client_address(conn.client_sa.storage)
+                                              : hash_of_peer(conn.client.get());
     conn.connect_deadline = shard_.now + r.connect_deadline();
     if (r.route.selector)
         return follow_selection(conn, r.route.selector(info_of(conn)));
@@ -187,6 +221,11 @@ void Connections::on_completion(const OpTag& t, const uring::Completion& c) {
     case Op::Preamble:
         on_preamble_sent(conn, c.result);
         break;
+    case Op::InspectRecv:
+        on_inspect_read(conn, c.result);
+        break;
+    case Op::InspectTimeout:
+        break;
     default:
         handle(conn, t.side, directions_.on_completion(conn, t.side, t.op, c));
     }
@@ -246,9 +285,14 @@ void Connections::on_preamble_sent(Connection& conn, int result) {
                                result == 0 ? -EPIPE : result));
         return;
     }
+    // Only the client's bytes count as forwarded, not a PROXY header of the engine's.
+    std::size_t own_left =
+        conn.preamble_own > conn.preamble_sent ? conn.preamble_own - conn.preamble_sent : 0;
+    auto clients = static_cast<uint64_t>(static_cast<std::size_t>(result) -
+                                         std::min(own_left, static_cast<std::size_t>(result)));
     conn.preamble_sent += static_cast<std::size_t>(result);
-    conn.bytes[static_cast<int>(Side::ToUpstream)] += static_cast<uint64_t>(result);
-    bump(shard_.io.counters().bytes_to_upstream, static_cast<uint64_t>(result));
+    conn.bytes[static_cast<int>(Side::ToUpstream)] += clients;
+    bump(shard_.io.counters().bytes_to_upstream, clients);
     if (conn.preamble_sent < conn.preamble.size()) {
         send_preamble(conn);
         return;
@@ -370,8 +414,10 @@ void Connections::finalize(Connection& conn) {
             if (fd->valid())
                 set_reset_on_close(fd->get());
     }
-    if (shard_.config.observer)
+    if (shard_.config.observer) {
+        notify_open(conn); // rejected while inspecting: opened and closed at once
         report_close(conn);
+    }
     ShardRoute& r = *conn.route;
     if (conn.member_counted)
         r.pool.closed(static_cast<std::size_t>(conn.member));

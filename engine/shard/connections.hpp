@@ -20,17 +20,22 @@ namespace uringfwd::engine {
 class Connections {
 public:
     // `room` is called with a route whenever one of its connections has gone.
-    Connections(ShardContext& shard, std::function<void(ShardRoute&)> room)
-        : shard_(shard), room_(std::move(room)), directions_(shard) {}
+    // `route_at` finds the shard's state of route `index` of `table` (an inspector's
+    // route choice), null when the shard has none.
+    using RouteLookup = std::function<ShardRoute*(const RouteTable& table, std::size_t index)>;
+    Connections(ShardContext& shard, std::function<void(ShardRoute&)> room, RouteLookup route_at)
+        : shard_(shard), room_(std::move(room)), route_at_(std::move(route_at)),
+          directions_(shard) {}
 
     // A client of `route` was accepted: connect it to a member of the route's pool.
     // Returns 0, or the errno when no socket could be had for the upstream; the client
     // is then reset, and for a shortage of fds the caller pauses accepting.
     // `preamble`: bytes the client sent before the engine took it (Engine::forward),
     // sent to the upstream first. `upstream_fd`: a connected upstream of the caller's
-    // (Engine::forward_pair): no member is chosen and nothing connected.
+    // (Engine::forward_pair): no member is chosen and nothing connected. `inspect`: a
+    // client of a listener, which goes through the route's inspectors first (if any).
     int open(int client_fd, bool client_is_tcp, ShardRoute& route,
-             std::vector<std::byte> preamble = {}, int upstream_fd = -1);
+             std::vector<std::byte> preamble = {}, int upstream_fd = -1, bool inspect = false);
 
     // A completion of one of a connection's operations (slot != kShardSlot).
     void on_completion(const OpTag& tag, const uring::Completion& c);
@@ -49,6 +54,23 @@ public:
     Directions& directions() { return directions_; }
 
 private:
+    // After accept (and inspection): the selector or the pool chooses; connect.
+    int choose_upstream(Connection& conn);
+    // The client's addresses (inspected or the sockets'), for the observer, selector,
+    // Maglev and a PROXY header; two syscalls the first time when not inspected.
+    void fill_addresses(Connection& conn);
+    // The same as Endpoints, for the observer and the selector.
+    void fill_endpoints(Connection& conn);
+    void notify_open(Connection& conn);
+    // inspection.cpp: the inspect phase (inspect.hpp).
+    int begin_inspect(Connection& conn);
+    void read_more(Connection& conn);
+    void on_inspect_read(Connection& conn, int result);
+    // Asks the chain about what has been read; ends the phase when it is through.
+    void run_inspectors(Connection& conn);
+    void reject_inspected(Connection& conn, CloseReason reason, std::string_view who,
+                          const std::string& detail);
+    void move_to_route(Connection& conn, std::size_t index);
     // Chooses the next member and connects to it; closes the connection when no member
     // is left. Returns an errno as open() does.
     int connect_next(Connection& conn);
@@ -78,10 +100,12 @@ private:
 
     ShardContext& shard_;
     std::function<void(ShardRoute&)> room_;
+    RouteLookup route_at_;
     Directions directions_;
     ConnectionTable table_;
     uint64_t opened_ = 0; // connections opened: the low bits of their ids
     LogThrottle upstream_failure_log_;
+    LogThrottle inspect_reject_log_;
 };
 
 } // namespace uringfwd::engine

@@ -38,6 +38,8 @@ enum class Op : uint8_t {
     AcceptPause, // timer: accepting paused for lack of file descriptors
     ListenerCancel,
     // Connection operations (slot = the connection's).
+    InspectRecv,    // inspect phase: a read of the client's preamble
+    InspectTimeout, // linked to it: what is left of the route's inspect_timeout
     Connect,
     ConnectTimeout,
     Preamble, // bytes read before a hand-over, sent to the upstream first

@@ -116,6 +116,8 @@ private:
     void take_handoffs();
     void refuse_handoffs();
     void on_room(ShardRoute& route);
+    // This shard's state of route `index` of `table` (current or retired), or null.
+    ShardRoute* shard_route_of(const RouteTable& table, std::size_t index);
     // Calls f for each listener of `route` (none once the route is retired).
     template <typename F> void for_listeners_of(const ShardRoute& route, F&& f) {
         for (auto& listener : listeners_)

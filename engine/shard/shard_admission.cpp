@@ -7,7 +7,7 @@ namespace uringfwd::engine {
 
 void Shard::open_connection(Listener& listener, int client_fd) {
     ShardRoute& route = *routes_[listener.route()];
-    admit(route, {client_fd, listener.is_tcp(), {}, -1});
+    admit(route, {client_fd, listener.is_tcp(), {}, -1, /*inspect=*/true});
 }
 
 void Shard::admit(ShardRoute& route, WaitingClient client) {
@@ -26,7 +26,7 @@ void Shard::admit(ShardRoute& route, WaitingClient client) {
 
 void Shard::open(ShardRoute& route, WaitingClient client) {
     int err = connections_->open(client.fd, client.is_tcp, route, std::move(client.preamble),
-                                 client.upstream_fd);
+                                 client.upstream_fd, client.inspect);
     if (err == 0) {
         for (auto& each : listeners_)
             each->shortage_over();
@@ -35,6 +35,17 @@ void Shard::open(ShardRoute& route, WaitingClient client) {
         for (auto& each : listeners_)
             each->pause_for_fd_shortage("upstream socket", err, connections_->active());
     }
+}
+
+ShardRoute* Shard::shard_route_of(const RouteTable& table, std::size_t index) {
+    if (index >= table.routes.size())
+        return nullptr;
+    const Route* wanted = &table.routes[index];
+    for (auto* routes : {&routes_, &retired_routes_})
+        for (auto& route : *routes)
+            if (&route->route == wanted)
+                return route.get();
+    return nullptr;
 }
 
 // A connection of `route` has gone: let waiting clients in, then the listeners.

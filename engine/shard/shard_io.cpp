@@ -54,6 +54,14 @@ void ShardIo::recv_provided(InFlight& owner, OpTag tag, int fd, uint16_t group) 
     ++owner.ops;
 }
 
+void ShardIo::recv_with_timeout(InFlight& owner, OpTag recv, OpTag timeout, int fd, void* buf,
+                                std::size_t len, std::chrono::milliseconds limit) {
+    ring_.reserve(2);
+    ring_.recv(fd, buf, len, 0, recv.encode(), uring::Link::Soft);
+    ring_.link_timeout(limit, timeout.encode());
+    owner.ops += 2;
+}
+
 void ShardIo::send(InFlight& owner, OpTag tag, int fd, const void* data, std::size_t len,
                    int msg_flags) {
     ring_.send(fd, data, len, msg_flags, tag.encode());

@@ -47,6 +47,10 @@ public:
                      int pipe_read, int dst, unsigned len, unsigned flags);
     void splice(InFlight& owner, OpTag tag, int fd_in, int fd_out, unsigned len, unsigned flags);
     void recv_provided(InFlight& owner, OpTag tag, int fd, uint16_t group);
+    // A recv into `buf` soft-linked to a timeout, submitted together, as
+    // connect_with_timeout(): a recv that outlives `limit` completes with -ECANCELED.
+    void recv_with_timeout(InFlight& owner, OpTag recv, OpTag timeout, int fd, void* buf,
+                           std::size_t len, std::chrono::milliseconds limit);
     void send(InFlight& owner, OpTag tag, int fd, const void* data, std::size_t len, int msg_flags);
     // A timer: completes with -ETIME after `after`, or -ECANCELED.
     void timeout(InFlight& owner, OpTag tag, std::chrono::milliseconds after);

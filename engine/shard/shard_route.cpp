@@ -25,8 +25,8 @@ std::vector<std::string> member_keys(const Route& route) {
 ShardRoute::ShardRoute(const Route& r, std::shared_ptr<const RouteTable> t, std::size_t shards)
     : table(std::move(t)), route(r),
       pool(with_passive_health_where_useful(r.pool), member_keys(r), shards),
-      limit(per_shard_limit(r.max_connections, shards)), connects(r.members.size(), 0),
-      failures(r.members.size(), 0) {}
+      limit(per_shard_limit(r.max_connections, shards)), inspectors(make_inspectors(r)),
+      connects(r.members.size(), 0), failures(r.members.size(), 0) {}
 
 void ShardRoute::refresh_health() {
     if (!table->health)

@@ -7,6 +7,7 @@
 #include "routing/pool_state.hpp"
 #include "routing/route_table.hpp"
 #include "routing/shard_limit.hpp"
+#include "shard/inspect.hpp"
 
 #include <array>
 #include <chrono>
@@ -21,6 +22,9 @@ struct WaitingClient {
     bool is_tcp;
     std::vector<std::byte> preamble; // handed-over clients (Engine::forward)
     int upstream_fd = -1;            // Engine::forward_pair
+    // Accepted by a listener: goes through the route's inspectors. Handed-over
+    // connections do not (the application has read from them already).
+    bool inspect = false;
 };
 
 struct ShardRoute {
@@ -34,6 +38,7 @@ struct ShardRoute {
     std::size_t limit = 0;             // open connections at most on this shard; 0: none
     std::deque<WaitingClient> waiting; // accepted at the limit; fds owned here
     bool held = false;                 // its listeners hold off accepting
+    InspectorChain inspectors;         // empty: clients go straight to an upstream
 
     // Counted by the shard alone; read through Shard::route_stats() on its thread.
     uint64_t accepted = 0;

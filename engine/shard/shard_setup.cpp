@@ -37,8 +37,11 @@ void Shard::setup() {
     for (const Route& route : setup_.routes->routes)
         routes_.push_back(std::make_unique<ShardRoute>(route, setup_.routes, setup_.shards));
     plan_idle_sweep();
-    connections_ =
-        std::make_unique<Connections>(*context_, [this](ShardRoute& route) { on_room(route); });
+    connections_ = std::make_unique<Connections>(
+        *context_, [this](ShardRoute& route) { on_room(route); },
+        [this](const RouteTable& table, std::size_t index) {
+            return shard_route_of(table, index);
+        });
     for (const ListenerSetup& ls : setup_.listeners) {
         listeners_.push_back(std::make_unique<Listener>(*io_, log_, ls));
         bound_.push_back(listeners_.back()->bound());

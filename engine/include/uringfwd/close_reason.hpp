@@ -22,7 +22,13 @@
     R(arg, DrainTimeout, drain_timeout, "still open when the drain after stop() ran out")          \
     R(arg, Stopped, stopped, "reset by a stop without drain")                                      \
     R(arg, LocalError, local_error,                                                                \
-      "the engine could not serve it (no socket for the upstream, an unexpected result)")
+      "the engine could not serve it (no socket for the upstream, an unexpected result)")          \
+    R(arg, InspectTimeout, inspect_timeout,                                                        \
+      "the client did not send its preamble (PROXY header, ClientHello) within inspect_timeout")   \
+    R(arg, InspectIncomplete, inspect_incomplete,                                                  \
+      "the client closed the connection before its preamble was complete")                         \
+    R(arg, InspectOversized, inspect_oversized,                                                    \
+      "the client's preamble was larger than the engine reads (16 KiB, or its protocol's limit)")
 
 namespace uringfwd {
 

@@ -131,6 +131,10 @@ struct RouteConfig {
     // reads nothing: its clients are never delayed.
     std::vector<std::string> server_names;
     std::vector<std::string> alpn;
+    // Routes that read a preamble before choosing an upstream (a PROXY header, a TLS
+    // ClientHello) give up on a client that has not sent it within this long: reset,
+    // counted as closed_inspect_timeout. Routes that read none ignore it.
+    std::chrono::milliseconds inspect_timeout{3000};
 };
 
 } // namespace uringfwd

@@ -1,0 +1,179 @@
+// The inspect phase of a connection (inspect.hpp): read the client's preamble into a
+// buffer of its own and run the route's inspectors over it before an upstream is
+// chosen.
+//
+// The deadline is a timeout linked to each recv (ShardIo::recv_with_timeout) rather
+// than the shard's idle sweep: the sweep exists only when some route has an idle
+// timeout, ticks at that route's granularity and walks every connection, while a link
+// costs one extra completion per read, only on routes that inspect, and ends a silent
+// client at its own deadline to the millisecond. Each read gets what is left of the
+// deadline, so a client that trickles one byte at a time cannot stretch it.
+#include "net/sockets.hpp"
+#include "shard/connections.hpp"
+
+#include <algorithm>
+#include <cerrno>
+
+namespace uringfwd::engine {
+
+namespace {
+
+// The first read: enough for a PROXY header and a ClientHello of today; grown (up to
+// kInspectBufferCap) only when an inspector asks for more than fits.
+constexpr std::size_t kFirstRead = 4096;
+
+std::string suppressed_note(uint64_t suppressed) {
+    return suppressed == 0 ? std::string()
+                           : fmt::format(" ({} similar rejections not logged)", suppressed);
+}
+
+std::string transport_name(const SocketAddress& peer) {
+    if (peer.length == 0)
+        return "?";
+    if (peer.family() == AF_UNIX)
+        return "unix peer";
+    return to_endpoint(peer).to_string();
+}
+
+} // namespace
+
+int Connections::begin_inspect(Connection& conn) {
+    conn.phase = Phase::Inspecting;
+    if (std::optional<SocketAddress> peer = peer_address(conn.client.get()))
+        conn.transport_peer = *peer;
+    conn.inspect_deadline = shard_.now + conn.route->route.inspect_timeout;
+    run_inspectors(conn); // with no bytes yet: an inspector may reject at once
+    return 0;
+}
+
+void Connections::read_more(Connection& conn) {
+    if (conn.inspect_read == conn.inspect_buffer.size()) {
+        if (conn.inspect_buffer.size() >= kInspectBufferCap) {
+            reject_inspected(conn, CloseReason::InspectOversized,
+                             conn.route->inspectors[conn.inspect_stage]->name(),
+                             fmt::format("more than {} bytes", kInspectBufferCap));
+            return;
+        }
+        std::size_t grown =
+            conn.inspect_buffer.empty() ? kFirstRead : conn.inspect_buffer.size() * 2;
+        conn.inspect_buffer.resize(std::min(grown, kInspectBufferCap));
+    }
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(conn.inspect_deadline - shard_.now);
+    if (left.count() <= 0) {
+        on_inspect_read(conn, -ECANCELED); // already late: as if the timeout had fired
+        return;
+    }
+    shard_.io.recv_with_timeout(conn.in_flight, conn.tag(Op::InspectRecv),
+                                conn.tag(Op::InspectTimeout), conn.client.get(),
+                                conn.inspect_buffer.data() + conn.inspect_read,
+                                conn.inspect_buffer.size() - conn.inspect_read, left);
+}
+
+void Connections::on_inspect_read(Connection& conn, int result) {
+    if (conn.phase != Phase::Inspecting)
+        return; // closing: the recv was cancelled
+    std::string_view who = conn.route->inspectors[conn.inspect_stage]->name();
+    if (result == -ECANCELED || result == -ETIME) {
+        reject_inspected(conn, CloseReason::InspectTimeout, who,
+                         fmt::format("nothing complete within {} ms",
+                                     conn.route->route.inspect_timeout.count()));
+        return;
+    }
+    if (result == -EINTR || result == -EAGAIN) {
+        read_more(conn);
+        return;
+    }
+    if (result < 0) {
+        conn.close_error = result;
+        close(conn, CloseReason::ClientReset);
+        return;
+    }
+    if (result == 0) {
+        reject_inspected(conn, CloseReason::InspectIncomplete, who,
+                         fmt::format("the client closed after {} bytes", conn.inspect_read));
+        return;
+    }
+    conn.inspect_read += static_cast<std::size_t>(result);
+    run_inspectors(conn);
+}
+
+void Connections::run_inspectors(Connection& conn) {
+    const InspectorChain& chain = conn.route->inspectors;
+    while (conn.inspect_stage < chain.size()) {
+        const Inspector& inspector = *chain[conn.inspect_stage];
+        std::span<const std::byte> unseen(conn.inspect_buffer.data() + conn.inspect_consumed,
+                                          conn.inspect_read - conn.inspect_consumed);
+        InspectVerdict verdict = inspector.inspect({unseen, conn.transport_peer});
+        switch (verdict.kind) {
+        case InspectVerdict::Kind::NeedMore:
+            read_more(conn);
+            return;
+        case InspectVerdict::Kind::Reject:
+            reject_inspected(conn, verdict.reason, inspector.name(), verdict.detail);
+            return;
+        case InspectVerdict::Kind::Done:
+            break;
+        }
+        conn.inspect_consumed += std::min(verdict.consumed, unseen.size());
+        if (verdict.client) {
+            conn.client_sa = *verdict.client;
+            conn.local_sa = verdict.local ? *verdict.local : local_address(conn.client.get());
+            conn.has_addresses = true;
+        }
+        if (!verdict.tlvs.empty())
+            conn.proxy_tlvs = std::move(verdict.tlvs);
+        ++conn.inspect_stage;
+        if (verdict.route) {
+            move_to_route(conn, *verdict.route);
+            if (conn.phase == Phase::Closing)
+                return;
+            // The new route's own chain is not run: one pass, with the route the
+            // listener's chain settled on.
+            break;
+        }
+    }
+    // Through: what is left belongs to the stream and goes to the upstream first.
+    conn.preamble.assign(
+        conn.inspect_buffer.begin() + static_cast<std::ptrdiff_t>(conn.inspect_consumed),
+        conn.inspect_buffer.begin() + static_cast<std::ptrdiff_t>(conn.inspect_read));
+    conn.inspect_buffer = {};
+    choose_upstream(conn); // its failures close the connection themselves
+}
+
+void Connections::move_to_route(Connection& conn, std::size_t index) {
+    ShardRoute* to = route_at_ ? route_at_(*conn.route->table, index) : nullptr;
+    if (to == nullptr) {
+        shard_.log.warn("route \"{}\": an inspector chose route #{}, which this shard does not "
+                        "serve; resetting client {}",
+                        conn.route->route.name, index, transport_name(conn.transport_peer));
+        close(conn, CloseReason::LocalError);
+        return;
+    }
+    if (to == conn.route)
+        return;
+    ShardRoute& from = *conn.route;
+    --from.active;
+    --from.accepted;
+    conn.route = to;
+    ++to->active;
+    ++to->accepted;
+    room_(from);
+}
+
+void Connections::reject_inspected(Connection& conn, CloseReason reason, std::string_view who,
+                                   const std::string& detail) {
+    if (inspect_reject_log_.allow(LogThrottle::Clock::now()))
+        shard_.log.warn("route \"{}\": client {}: {}: {}; resetting it ({}){}",
+                        conn.route->route.name, transport_name(conn.transport_peer), who, detail,
+                        to_string(reason), suppressed_note(inspect_reject_log_.suppressed()));
+    // The observer (if any) sees who really connected: no header was accepted.
+    if (!conn.has_addresses && conn.transport_peer.length > 0) {
+        conn.client_sa = conn.transport_peer;
+        conn.local_sa = local_address(conn.client.get());
+        conn.has_addresses = true;
+    }
+    close(conn, reason);
+}
+
+} // namespace uringfwd::engine
