@@ -31,6 +31,7 @@ struct Route {
     UpstreamSelector selector; // empty: the pool's policy alone
     std::vector<std::string> server_names;
     std::vector<std::string> alpn;
+    std::chrono::milliseconds inspect_timeout{3000};
 };
 
 // One listen address and the routes that share it (most often one).
@@ -43,7 +44,6 @@ struct ListenGroup {
     // Chooses among `routes` by the ClientHello; null when no route of the group
     // matches on names or ALPN, so nothing is read before connecting.
     std::shared_ptr<const SniRouter> router;
-    std::chrono::milliseconds inspect_timeout{3000};
 };
 
 struct RouteTable {

@@ -27,7 +27,8 @@ uint64_t hash_of_peer(int fd) {
 } // namespace
 
 int Connections::open(int client_fd, bool client_is_tcp, ShardRoute& r,
-                      std::vector<std::byte> preamble, int upstream_fd, bool inspect) {
+                      std::vector<std::byte> preamble, int upstream_fd, bool inspect,
+                      std::shared_ptr<const Inspector> listener_inspector) {
     Connection& conn = table_.allocate();
     conn.client.reset(client_fd);
     conn.route = &r;
@@ -47,8 +48,10 @@ int Connections::open(int client_fd, bool client_is_tcp, ShardRoute& r,
         start_forwarding(conn);
         return 0;
     }
-    if (inspect && !r.inspectors.empty())
+    if (inspect && (!r.inspectors.empty() || listener_inspector)) {
+        conn.listener_inspector = std::move(listener_inspector);
         return begin_inspect(conn);
+    }
     return choose_upstream(conn);
 }
 

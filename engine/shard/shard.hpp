@@ -154,6 +154,10 @@ private:
     // replaced by a change are kept (retired) until their last connection has gone.
     std::vector<std::unique_ptr<ShardRoute>> routes_;
     std::vector<std::unique_ptr<ShardRoute>> retired_routes_;
+    // Per listen group of setup_.routes: the inspector of an address that routes share
+    // (null where none), handed to each client its listener accepts.
+    std::vector<std::shared_ptr<const Inspector>> group_inspectors_;
+    void make_group_inspectors();
     std::unique_ptr<Connections> connections_;
     std::vector<std::unique_ptr<Listener>> listeners_;
     std::vector<SocketAddress> bound_; // per listener, for the engine

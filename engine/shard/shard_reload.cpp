@@ -60,6 +60,7 @@ std::string Shard::apply(ShardChange& change) {
     for (const Route& route : change.routes->routes)
         routes_.push_back(std::make_unique<ShardRoute>(route, change.routes, setup_.shards));
     setup_.routes = change.routes;
+    make_group_inspectors();
 
     // An address kept keeps its socket, so no client of it is ever refused; its
     // clients go to the new route from now on.

@@ -38,6 +38,16 @@ struct HelloSpec {
     uint16_t version = 0x0303;
 };
 
+HelloSpec spec(std::vector<std::string> names = {}, std::vector<std::string> alpn = {},
+               std::size_t padding = 0, bool ech = false) {
+    HelloSpec out;
+    out.names = std::move(names);
+    out.alpn = std::move(alpn);
+    out.padding = padding;
+    out.ech = ech;
+    return out;
+}
+
 // A client_hello handshake message (RFC 8446 §4.1.2), header included.
 Bytes hello_message(const HelloSpec& spec) {
     Bytes body;
@@ -190,7 +200,7 @@ TEST(ClientHello, NotTlsIsDecidedOnTheFirstByte) {
 
 TEST(ClientHello, SpansSeveralRecordsAndSegments) {
     // 6 KiB of padding: a hello the size of one with several post-quantum key shares.
-    Bytes message = hello_message({{"Www.A.Example"}, {"h2"}, 6000});
+    Bytes message = hello_message(spec({"Www.A.Example"}, {"h2"}, 6000));
     for (std::size_t fragment : {1u, 7u, 100u, 1000u, 4096u}) {
         SCOPED_TRACE(fragment);
         Bytes records = in_records(message, fragment);
@@ -209,13 +219,13 @@ TEST(ClientHello, SpansSeveralRecordsAndSegments) {
 
 TEST(ClientHello, UpTo16KiBOfRecords) {
     // The largest hello that fits: one record header and the message, 16384 bytes.
-    Bytes fits = in_records(hello_message({{"a.example"}, {}, 0}), 16384);
+    Bytes fits = in_records(hello_message(spec({"a.example"}, {}, 0)), 16384);
     std::size_t room = kMaxClientHelloBytes - fits.size();
-    Bytes largest = in_records(hello_message({{"a.example"}, {}, room - 4}), 16384);
+    Bytes largest = in_records(hello_message(spec({"a.example"}, {}, room - 4)), 16384);
     ASSERT_EQ(largest.size(), kMaxClientHelloBytes);
     EXPECT_EQ(read_all(largest).result.status, HelloStatus::Done);
     // One byte more needs a second record: TooLarge as soon as the length is known.
-    Bytes message = hello_message({{"a.example"}, {}, room - 3});
+    Bytes message = hello_message(spec({"a.example"}, {}, room - 3));
     Bytes over = in_records(message, 16000);
     ClientHelloReader reader;
     std::vector<std::byte> scratch(kMaxClientHelloBytes);
@@ -223,14 +233,14 @@ TEST(ClientHello, UpTo16KiBOfRecords) {
 }
 
 TEST(ClientHello, EncryptedClientHelloRoutesOnTheOuterName) {
-    Reading r = read_all(in_records(hello_message({{"public.example"}, {"h2"}, 0, true})));
+    Reading r = read_all(in_records(hello_message(spec({"public.example"}, {"h2"}, 0, true))));
     ASSERT_EQ(r.result.status, HelloStatus::Done);
     EXPECT_EQ(r.name, "public.example");
     EXPECT_TRUE(r.result.info.ech);
 }
 
 TEST(ClientHello, NoExtensionsAtAll) {
-    Bytes message = hello_message({});
+    Bytes message = hello_message(spec());
     message.resize(message.size() - 2); // drop the empty extensions vector
     message[3] = static_cast<std::byte>(static_cast<uint8_t>(message[3]) - 2);
     Reading r = read_all(in_records(message));
@@ -242,7 +252,7 @@ TEST(ClientHello, ManyAlpnProtocolsKeepTheFirstOnes) {
     std::vector<std::string> many;
     for (int i = 0; i < 12; ++i)
         many.push_back("p" + std::to_string(i));
-    Reading r = read_all(in_records(hello_message({{"a.example"}, many})));
+    Reading r = read_all(in_records(hello_message(spec({"a.example"}, many))));
     ASSERT_EQ(r.result.status, HelloStatus::Done);
     EXPECT_EQ(r.alpn.size(), kMaxAlpn);
     EXPECT_EQ(r.alpn.front(), "p0");
@@ -250,19 +260,19 @@ TEST(ClientHello, ManyAlpnProtocolsKeepTheFirstOnes) {
 
 // Each bad hello and the answer the documentation promises (README, SNI section).
 TEST(ClientHello, BadHellosAreMalformedWithTheirReason) {
-    Bytes good = in_records(hello_message({{"a.example"}, {"h2"}}));
+    Bytes good = in_records(hello_message(spec({"a.example"}, {"h2"})));
     auto with = [&](std::size_t at, uint8_t value) {
         Bytes b = good;
         b[at] = static_cast<std::byte>(value);
         return b;
     };
-    Bytes trailing = hello_message({{"a.example"}});
+    Bytes trailing = hello_message(spec({"a.example"}));
     trailing.push_back(std::byte{0}); // a byte past the message in its record
-    Bytes ext_overrun = hello_message({{"a.example"}});
+    Bytes ext_overrun = hello_message(spec({"a.example"}));
     ext_overrun[ext_overrun.size() - 14] = std::byte{0xff}; // the name list's length
-    Bytes two_names = hello_message({{"a.example", "b.example"}});
-    Bytes empty_alpn = hello_message({{"a.example"}, {""}});
-    Bytes interleaved = in_records(hello_message({{"a.example"}}), 50);
+    Bytes two_names = hello_message(spec({"a.example", "b.example"}));
+    Bytes empty_alpn = hello_message(spec({"a.example"}, {""}));
+    Bytes interleaved = in_records(hello_message(spec({"a.example"})), 50);
     interleaved[55] = std::byte{21}; // the second record is an alert
     Bytes empty_record = good;
     empty_record.insert(empty_record.begin(),

@@ -544,7 +544,7 @@ TEST(ConfigFile, ExampleFileIsValid) {
     const ConfigFileResult result = load_config_file(URING_FWD_EXAMPLE_CONFIG, fake_topology);
     EXPECT_THAT(result.errors, IsEmpty());
     ASSERT_TRUE(result.config.has_value());
-    EXPECT_EQ(result.config->routes.size(), 2u);
+    EXPECT_EQ(result.config->routes.size(), 5u);
 }
 
 TEST(ConfigFile, UnreadableFileIsOneError) {

@@ -19,6 +19,8 @@ SniRule rule(std::size_t route, std::vector<std::string> names,
 }
 
 struct Hello {
+    Hello(std::string n, std::vector<std::string> a = {})
+        : name(std::move(n)), alpn(std::move(a)) {}
     std::string name;
     std::vector<std::string> alpn;
     tls::ClientHelloInfo info() const {
