@@ -29,6 +29,8 @@ import time
 import traceback
 from pathlib import Path
 
+import compare_sni
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 LOOP = "127.0.0.1"
@@ -45,6 +47,8 @@ URING_VARIANTS = {"uring-fwd-copy": ["--data-path", "copy"],
 # Extra --upstream copies of the upstream a variant gets (a pool of 1 + this many).
 URING_POOL_EXTRA = {"uring-fwd-maglev16": 15}
 ALL_PEERS += list(URING_VARIANTS)
+# uring-fwd routing by TLS server name (bench/compare_sni.py).
+ALL_PEERS += [compare_sni.SNI_PEER]
 # uring-fwd built from another git revision (--baseline REV) and started exactly like
 # uring-fwd: a refactor is checked for regressions by running both in one interleaved run.
 BASE_PEER = "uring-fwd-base"
@@ -58,6 +62,7 @@ MIRRORED_OPTIONS = ("buildtype", "optimization", "debug", "b_ndebug", "b_lto", "
                     "default_library", "prefer_static", "strip", "unity", "unity_size",
                     "warning_level", "werror")
 ALL_WORKLOADS = ["bulk1-fwd", "bulk1-rev", "bulk8-fwd", "bulk8-rev", "rr64", "rr16k", "churn",
+                 compare_sni.SNI_WORKLOAD,
                  "syscalls", "syscalls8"]
 SYSCALL_STREAMS = {"syscalls": 1, "syscalls8": 8}
 WORKLOAD_GROUPS = {
@@ -499,6 +504,11 @@ stream {{
             raise PeerFailed(f"goproxy not built: {ctx.goproxy_err}")
         env = dict(os.environ, GOMAXPROCS="1")
         argv = [str(ctx.goproxy_bin), "-listen", f"{LOOP}:{a}", "-upstream", f"{LOOP}:{upstream_port}"]
+    elif peer == compare_sni.SNI_PEER:
+        if not ctx.uring_bin:
+            raise PeerFailed(f"{peer} binary not available: {ctx.uring_err}")
+        argv = compare_sni.peer_argv(ctx.uring_bin, ctx.subdir(peer), LOOP, a, upstream_port,
+                                     ctx.uring_extra)
     elif peer in ("uring-fwd", BASE_PEER) or peer in URING_VARIANTS:
         if peer == BASE_PEER:
             binary, extra, err = ctx.base_bin, ctx.base_extra, ctx.base_err
@@ -766,11 +776,14 @@ def rr(ctx: Ctx, size: int):
     return "sockperf", load
 
 
-def churn(ctx: Ctx):
+def churn(ctx: Ctx, tls_hello: bool = False):
+    script = compare_sni.lua_script(ctx.subdir("churn-tls")) if tls_hello else None
     def load(port: int) -> dict:
         t = ctx.args.churn_duration
         argv = ["wrk", "-t1", f"-c{ctx.args.churn_conns}", f"-d{t}s", "--timeout", "5s",
                 "-H", "Connection: close", f"http://{LOOP}:{port}/"]
+        if script:  # every connection starts with a ClientHello (compare_sni.py)
+            argv = compare_sni.churn_tls_argv(script, ctx.args.churn_conns, t, LOOP, port)
         r = run_cmd(argv, timeout=t + 40, cpu=ctx.load_cpu)
         m = re.search(r"Requests/sec:\s*([\d.]+)", r.stdout)
         if r.returncode != 0 or not m:
@@ -847,6 +860,7 @@ WORKLOAD_DEFS = {
     "rr64": lambda c: rr(c, 64),
     "rr16k": lambda c: rr(c, 16384),
     "churn": churn,
+    compare_sni.SNI_WORKLOAD: lambda c: churn(c, tls_hello=True),
 }
 
 
@@ -917,6 +931,7 @@ ROWS = [
     ("Proxy CPU, bulk 8 c→s", "bulk8-fwd", "cpu_s_per_gb", "CPU s/GB", False),
     ("Proxy CPU, bulk 8 s→c", "bulk8-rev", "cpu_s_per_gb", "CPU s/GB", False),
     ("Proxy CPU, churn", "churn", "cpu_ms_per_1k_conn", "CPU ms/1k conn", False),
+    *compare_sni.ROWS,
     ("Proxy CPU utilisation, bulk 1 c→s", "bulk1-fwd", "proxy_cpu_util", "cores", False),
     # What a round trip's latency costs: busy polling trades CPU for it.
     ("Proxy CPU utilisation, RR 64 B", "rr64", "proxy_cpu_util", "cores", False),

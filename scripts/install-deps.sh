@@ -17,6 +17,7 @@ if [[ "${1:-}" != "--run" ]]; then
     libgtest-dev libgmock-dev libssl-dev      # the tests (OpenSSL for SHA-256 of payloads)
     python3 iproute2 procps util-linux        # test helpers (ip netns, prlimit, setpriv)
     clang libclang-rt-14-dev                  # fuzz targets
+    openssl                                   # interop: s_client/s_server through SNI routing
   )
 fi
 if [[ "${1:-}" == "--bench" ]]; then
