@@ -27,7 +27,7 @@ struct WaitingClient {
     bool inspect = false;
     // The inspector of the listen address it came to, when routes share it (the
     // ClientHello's: sni_inspector.hpp); runs after the route's own chain.
-    std::shared_ptr<const Inspector> listener_inspector;
+    std::shared_ptr<const Inspector> listener_inspector = nullptr;
 };
 
 struct ShardRoute {
