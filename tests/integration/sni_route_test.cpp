@@ -2,17 +2,20 @@
 // apart by the ClientHello (real ones from the fuzz seed corpus: openssl s_client, curl,
 // gnutls-cli). Upstreams are NamedServers: each says its name, then echoes, so a test
 // sees where a client landed and that the hello reached it byte for byte (replayed).
+#include "tests/support/binary_process.hpp"
 #include "tests/support/named_server.hpp"
 #include "tests/support/proc_stats.hpp"
 #include "tests/support/proxy_under_test.hpp"
 #include "tests/support/socket_io.hpp"
 #include "tests/support/sockets.hpp"
+#include "tests/support/temp_config_file.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <signal.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -286,6 +289,48 @@ TEST(SniRoutingReload, RoutesJoinAndLeaveASharedAddress) {
     EXPECT_EQ(send_through(shared, hello).upstream, 'd');
     // Without SNI rules again, a server-speaks-first client is not held.
     EXPECT_EQ(name_through(shared, Deadline{1s}), 'd');
+}
+
+// The binary: server_names from a file, changed by SIGHUP on a shared Unix address (kept
+// listening), and an ambiguous file refused with the line that makes it so.
+TEST(SniRoutingSighup, ServerNamesChangeOnReload) {
+    NamedServer d{'d'}, a{'a'};
+    const std::string socket = unique_unix_path("sni");
+    const Endpoint at = Endpoint::parse("unix:" + socket);
+    auto file_text = [&](const std::string& names_of_a, const std::string& names_of_d) {
+        return fmt::format("[engine]\nshards = 1\n"
+                           "[[route]]\nname = \"d\"\nlisten = \"unix:{}\"\n{}"
+                           "  [[route.upstream]]\n  address = \"{}\"\n"
+                           "[[route]]\nname = \"a\"\nlisten = \"unix:{}\"\n"
+                           "server_names = [{}]\n"
+                           "  [[route.upstream]]\n  address = \"{}\"\n",
+                           socket, names_of_d, d.endpoint().to_string(), socket, names_of_a,
+                           a.endpoint().to_string());
+    };
+    const ConfigFile file{file_text("\"a.example\"", "")};
+    BinaryProcess fwd{uring_fwd_binary(), {"--config", file.path()}};
+    ASSERT_TRUE(fwd.wait_listening(Deadline{10s}).has_value()) << fwd.stderr_text();
+    EXPECT_EQ(send_through(at, seed("openssl-sni-a")).upstream, 'a');
+    EXPECT_EQ(send_through(at, seed("openssl-alpn")).upstream, 'd'); // b.example
+
+    file.write(file_text("\"b.example\"", ""));
+    fwd.signal(SIGHUP);
+    ASSERT_TRUE(
+        eventually([&] { return fwd.stderr_text().find("SIGHUP: reloaded") != std::string::npos; },
+                   Deadline{5s}))
+        << fwd.stderr_text();
+    EXPECT_EQ(send_through(at, seed("openssl-sni-a")).upstream, 'd');
+    EXPECT_EQ(send_through(at, seed("openssl-alpn")).upstream, 'a');
+
+    // Route d takes b.example too: one name in two routes of one address.
+    file.write(file_text("\"b.example\"", "server_names = [\"B.example\"]\n"));
+    fwd.signal(SIGHUP);
+    ASSERT_TRUE(eventually(
+        [&] { return fwd.stderr_text().find("still serving") != std::string::npos; }, Deadline{5s}))
+        << fwd.stderr_text();
+    EXPECT_NE(fwd.stderr_text().find("a client could go to either"), std::string::npos)
+        << fwd.stderr_text();
+    EXPECT_EQ(send_through(at, seed("openssl-alpn")).upstream, 'a');
 }
 
 } // namespace
