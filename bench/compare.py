@@ -34,13 +34,14 @@ from compare_peers import (ALL_PEERS, build_goproxy, find_uring, start_peer, sta
 from compare_proc import (CLK_TCK, PeerFailed, Procs, Sampler, cpu_ticks, iowq_threads, log,
                           rss_kib, version_of)
 from compare_report import markdown, summarise
+from compare_sni import SNI_WORKLOAD
 from compare_workloads import WORKLOAD_DEFS, syscalls_run
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 
 ALL_WORKLOADS = ["bulk1-fwd", "bulk1-rev", "bulk8-fwd", "bulk8-rev", "rr64", "rr16k", "churn",
-                 "gateway", "syscalls", "syscalls8"]
+                 SNI_WORKLOAD, "gateway", "syscalls", "syscalls8"]
 SYSCALL_STREAMS = {"syscalls": 1, "syscalls8": 8}
 WORKLOAD_GROUPS = {
     "all": ALL_WORKLOADS,

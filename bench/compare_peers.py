@@ -17,6 +17,7 @@ from compare_baseline import BASE_PEER
 from compare_example_gateway import GATEWAY_PEER, gateway_argv
 from compare_floors import FLOOR_PEERS, floor_argv
 from compare_gateway import nginx_file_conf
+import compare_sni
 from compare_proc import LOOP, PeerFailed, _log_tail, free_port, wait_listening
 
 HERE = Path(__file__).resolve().parent
@@ -39,6 +40,8 @@ URING_POOL_EXTRA = {"uring-fwd-maglev16": 15}
 ALL_PEERS += list(URING_VARIANTS)
 # The floors (bench/floors/, compare_floors.py) and the example gateway (churn only).
 ALL_PEERS += list(FLOOR_PEERS) + [GATEWAY_PEER]
+# uring-fwd routing by TLS server name (bench/compare_sni.py).
+ALL_PEERS += [compare_sni.SNI_PEER]
 
 
 # --------------------------------------------------------------------------- upstreams
@@ -167,6 +170,11 @@ stream {{
         if not ctx.gateway_bin:
             raise PeerFailed(f"{peer} not built: {ctx.gateway_err}")
         argv = gateway_argv(ctx.gateway_bin, a, upstream_port)
+    elif peer == compare_sni.SNI_PEER:
+        if not ctx.uring_bin:
+            raise PeerFailed(f"{peer} binary not available: {ctx.uring_err}")
+        argv = compare_sni.peer_argv(ctx.uring_bin, ctx.subdir(peer), LOOP, a, upstream_port,
+                                     ctx.uring_extra)
     elif peer in ("uring-fwd", BASE_PEER) or peer in URING_VARIANTS:
         if peer == BASE_PEER:
             binary, extra, err = ctx.base_bin, ctx.base_extra, ctx.base_err

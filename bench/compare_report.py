@@ -4,6 +4,8 @@ Standard library only."""
 
 from __future__ import annotations
 
+import compare_sni
+
 import re
 import statistics
 
@@ -33,6 +35,7 @@ ROWS = [
     ("Proxy CPU, bulk 8 c→s", "bulk8-fwd", "cpu_s_per_gb", "CPU s/GB", False),
     ("Proxy CPU, bulk 8 s→c", "bulk8-rev", "cpu_s_per_gb", "CPU s/GB", False),
     ("Proxy CPU, churn", "churn", "cpu_ms_per_1k_conn", "CPU ms/1k conn", False),
+    *compare_sni.ROWS,
     ("Proxy CPU, gateway", "gateway", "cpu_us_per_req", "CPU µs/req", False),
     ("Proxy CPU utilisation, bulk 1 c→s", "bulk1-fwd", "proxy_cpu_util", "cores", False),
     # What a round trip's latency costs: busy polling trades CPU for it.

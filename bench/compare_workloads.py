@@ -14,6 +14,7 @@ from pathlib import Path
 
 from compare_example_gateway import GATEWAY_PEER, wrk_script
 from compare_gateway import gateway_load
+import compare_sni
 from compare_proc import LOOP, descendants, run_cmd
 
 def bulk(ctx, streams: int, reverse: bool):
@@ -55,7 +56,8 @@ def rr(ctx, size: int):
     return "sockperf", load
 
 
-def churn(ctx, peer: str):
+def churn(ctx, peer: str, tls_hello: bool = False):
+    script = compare_sni.lua_script(ctx.subdir("churn-tls")) if tls_hello else None
     def load(port: int) -> dict:
         t = ctx.args.churn_duration
         # -t1: one client thread on the load CPU (and what the gateway's script relies on).
@@ -63,6 +65,8 @@ def churn(ctx, peer: str):
                 "-H", "Connection: close", f"http://{LOOP}:{port}/"]
         if peer == GATEWAY_PEER:
             argv[1:1] = ["-s", str(wrk_script(ctx.tmp))]  # the preamble ahead of the request
+        if script:  # every connection starts with a ClientHello (compare_sni.py)
+            argv = compare_sni.churn_tls_argv(script, ctx.args.churn_conns, t, LOOP, port)
         r = run_cmd(argv, timeout=t + 40, cpu=ctx.load_cpu)
         m = re.search(r"Requests/sec:\s*([\d.]+)", r.stdout)
         if r.returncode != 0 or not m:
@@ -142,5 +146,6 @@ WORKLOAD_DEFS = {
     "rr64": lambda c, p: rr(c, 64),
     "rr16k": lambda c, p: rr(c, 16384),
     "churn": churn,
+    compare_sni.SNI_WORKLOAD: lambda c, p: churn(c, p, tls_hello=True),
     "gateway": lambda c, p: gateway_load(c),
 }

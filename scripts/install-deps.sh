@@ -21,6 +21,7 @@ if [[ "${1:-}" != "--run" ]]; then
     prometheus                                # interop suite: promtool check metrics
     debhelper dpkg-dev lintian                # the Debian packages (scripts/check-package.sh)
     haproxy nginx libnginx-mod-stream         # interop suite: PROXY protocol peers
+    openssl                                   # interop: s_client/s_server through SNI routing
   )
 fi
 if [[ "${1:-}" == "--bench" ]]; then

@@ -51,10 +51,11 @@ void Engine::Impl::launch() {
     } catch (const std::exception& e) {
         log_.debug("no NUMA topology ({}): treating the machine as one node", e.what());
     }
-    // Every shard listens on every address of every route, in this order.
-    for (std::size_t r = 0; r < routes_->routes.size(); ++r)
-        for (const engine::SocketAddress& address : routes_->routes[r].listen)
-            listeners_.push_back({static_cast<uint32_t>(r), address});
+    // Every shard listens on every address of every route, in this order; routes that
+    // share an address share its listener.
+    for (std::size_t g = 0; g < routes_->groups.size(); ++g)
+        listeners_.push_back({static_cast<uint32_t>(routes_->groups[g].anchor),
+                              routes_->groups[g].address, false, static_cast<uint32_t>(g)});
     try {
         adopt_inherited(cpus.size());
     } catch (const std::exception& e) {
@@ -91,6 +92,7 @@ engine::ListenerSetup Engine::Impl::listener_setup(std::size_t shard, std::size_
     engine::ListenerSetup setup;
     setup.index = static_cast<uint32_t>(l);
     setup.route = listeners_[l].route;
+    setup.group = listeners_[l].group;
     setup.address = listeners_[l].address;
     setup.cpu = cpu;
     bool tcp = setup.address.family() != AF_UNIX;
@@ -142,9 +144,16 @@ std::vector<Endpoint> Engine::Impl::listen_endpoints(std::string_view route) con
     std::lock_guard lock(plan_mu_);
     std::vector<Endpoint> out;
     for (const PlannedListener& l : listeners_)
-        if (!l.closed && routes_->routes[l.route].name == route)
+        if (!l.closed && serves(l, route))
             out.push_back(engine::to_endpoint(l.address));
     return out;
+}
+
+bool Engine::Impl::serves(const PlannedListener& l, std::string_view route) const {
+    for (std::size_t r : routes_->groups[l.group].routes)
+        if (routes_->routes[r].name == route)
+            return true;
+    return false;
 }
 
 std::string Engine::Impl::describe() const {
@@ -172,7 +181,7 @@ std::string Engine::Impl::describe_routes() const {
     for (const engine::Route& route : routes_->routes) {
         std::string listen;
         for (const PlannedListener& l : listeners_)
-            if (!l.closed && &routes_->routes[l.route] == &route)
+            if (!l.closed && serves(l, route.name))
                 listen += fmt::format("{}{}", listen.empty() ? "" : " ",
                                       engine::to_endpoint(l.address).to_string());
         std::string members;

@@ -94,13 +94,16 @@ private:
     void adopt_inherited(std::size_t shards);
 
     struct PlannedListener {
-        uint32_t route;
+        uint32_t route;                // its group's anchor route
         engine::SocketAddress address; // bound (port resolved) once shard 0 started
         bool closed = false;           // removed by a reconfiguration
+        uint32_t group = 0;            // in routes_->groups
         // Its socket came from outside (EngineConfig::inherited_listeners): a Unix
         // socket's file is not ours to remove.
         bool inherited = false;
     };
+    // Whether `l` takes clients of the route named `route` (alone or in a group).
+    bool serves(const PlannedListener& l, std::string_view route) const;
     // reconfigure.cpp
     std::vector<std::string> needs_restart(const EngineConfig& next) const;
     std::string apply_to_shards(const engine::RouteTable& next,

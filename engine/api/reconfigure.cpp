@@ -123,37 +123,42 @@ void Engine::Impl::refresh_names() {
 
 std::string Engine::Impl::apply_to_shards(const engine::RouteTable& next,
                                           std::shared_ptr<const engine::RouteTable> table) {
-    // Which of today's listeners each new address keeps; the rest are new.
+    // Which of today's listeners each new address keeps; the rest are new. Routes that
+    // share an address are one group with one listener (its anchor route's).
     std::vector<int> listener_routes(listeners_.size(), -1);
+    std::vector<uint32_t> listener_groups(listeners_.size(), 0);
     std::vector<PlannedListener> added;
-    for (std::size_t r = 0; r < next.routes.size(); ++r) {
-        for (const engine::SocketAddress& address : next.routes[r].listen) {
-            bool kept = false;
-            for (std::size_t l = 0; l < listeners_.size() && !kept; ++l) {
-                if (!listeners_[l].closed && listener_routes[l] < 0 &&
-                    same_address(listeners_[l].address, address)) {
-                    listener_routes[l] = static_cast<int>(r);
-                    kept = true;
-                }
+    for (std::size_t g = 0; g < next.groups.size(); ++g) {
+        const engine::ListenGroup& group = next.groups[g];
+        const engine::SocketAddress& address = group.address;
+        bool kept = false;
+        for (std::size_t l = 0; l < listeners_.size() && !kept; ++l) {
+            if (!listeners_[l].closed && listener_routes[l] < 0 &&
+                same_address(listeners_[l].address, address)) {
+                listener_routes[l] = static_cast<int>(group.anchor);
+                listener_groups[l] = static_cast<uint32_t>(g);
+                kept = true;
             }
-            for (const PlannedListener& other : added)
-                if (same_address(other.address, address) && address.family() != AF_UNIX &&
-                    engine::to_endpoint(address).port != 0)
-                    return fmt::format("{} is listed twice",
-                                       engine::to_endpoint(address).to_string());
-            if (!kept)
-                added.push_back({static_cast<uint32_t>(r), address});
         }
+        for (const PlannedListener& other : added)
+            if (same_address(other.address, address) && address.family() != AF_UNIX &&
+                engine::to_endpoint(address).port != 0)
+                return fmt::format("{} is listed twice", engine::to_endpoint(address).to_string());
+        if (!kept)
+            added.push_back(
+                {static_cast<uint32_t>(group.anchor), address, false, static_cast<uint32_t>(g)});
     }
     std::size_t first_new = listeners_.size();
     for (std::size_t i = 0; i < shards_.size(); ++i) {
         engine::ShardChange change;
         change.routes = table;
         change.listener_routes = listener_routes;
+        change.listener_groups = listener_groups;
         for (std::size_t k = 0; k < added.size(); ++k) {
             engine::ListenerSetup setup;
             setup.index = static_cast<uint32_t>(first_new + k);
             setup.route = added[k].route;
+            setup.group = added[k].group;
             setup.address = added[k].address;
             setup.cpu = shards_[i]->cpu();
             bool tcp = setup.address.family() != AF_UNIX;
@@ -180,6 +185,7 @@ std::string Engine::Impl::apply_to_shards(const engine::RouteTable& next,
             remove_unix_socket_file(listeners_[l].address);
         } else if (listener_routes[l] >= 0) {
             listeners_[l].route = static_cast<uint32_t>(listener_routes[l]);
+            listeners_[l].group = listener_groups[l];
         }
     }
     listeners_.insert(listeners_.end(), added.begin(), added.end());

@@ -18,7 +18,12 @@ std::string summarize(const RouteConfig& route) {
     const auto& members = route.pool.members;
     const auto backups = static_cast<std::size_t>(
         std::count_if(members.begin(), members.end(), [](const auto& m) { return m.backup; }));
-    return fmt::format("{} on {} -> {}{}, {}", route.name, listen,
+    std::string tls;
+    for (const std::string& name : route.server_names)
+        tls += fmt::format("{}{}", tls.empty() ? " for " : ", ", name);
+    for (const std::string& protocol : route.alpn)
+        tls += fmt::format("{}alpn {}", tls.empty() ? " for " : ", ", protocol);
+    return fmt::format("{} on {}{} -> {}{}, {}", route.name, listen, tls,
                        plural(members.size(), "upstream"),
                        backups > 0 ? fmt::format(" ({})", plural(backups, "backup")) : "",
                        to_string(route.pool.balance));

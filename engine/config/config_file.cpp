@@ -1,12 +1,13 @@
 // The file as a whole: TOML syntax, the top-level tables, and the checks that span
-// routes (names and listen addresses must be unique). The sections are read by
-// engine_section.cpp and route_section.cpp.
+// routes (unique names; listen addresses shared only by routes that TLS tells apart). The sections
+// are read by engine_section.cpp and route_section.cpp.
 #include "uringfwd/config_file.hpp"
 
 #include "config/engine_section.hpp"
 #include "config/error_list.hpp"
 #include "config/route_section.hpp"
 #include "config/table_reader.hpp"
+#include "routing/sni_router.hpp"
 #include "support/quote_input.hpp"
 
 #include <fmt/format.h>
@@ -15,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -42,34 +44,58 @@ void check_unique_names(const std::vector<ParsedRoute>& routes, ErrorList& error
     }
 }
 
-// Two listeners on one address would fail at start with EADDRINUSE (or, with
-// SO_REUSEPORT, silently share clients between routes); either way it is a mistake.
-// Port 0 is exempt: each such listener gets a port of its own.
-void check_unique_listeners(const std::vector<ParsedRoute>& routes, ErrorList& errors) {
-    struct First {
+// A route listing one address twice is a mistake. Several routes may share an address:
+// they are then told apart by the TLS ClientHello (server_names, alpn), and must not be
+// ambiguous (routing/sni_router.hpp). Port 0 is never shared: each such listener gets a
+// port of its own.
+void check_listeners(const std::vector<ParsedRoute>& routes, ErrorList& errors) {
+    struct Member {
         const ParsedRoute* route;
         std::size_t line;
     };
-    std::map<std::string, First> seen;
+    struct Group {
+        std::string address;
+        std::vector<Member> members;
+    };
+    std::vector<Group> groups;
     for (const ParsedRoute& r : routes) {
         for (std::size_t i = 0; i < r.route.listen.size(); ++i) {
             const Endpoint& e = r.route.listen[i];
-            if (!e.is_unix() && e.port == 0)
-                continue;
             const std::string address = e.to_string();
-            const auto [it, inserted] = seen.emplace(address, First{&r, r.listen_lines[i]});
-            if (inserted)
+            const bool own_port = !e.is_unix() && e.port == 0;
+            auto group = std::find_if(groups.begin(), groups.end(), [&](const Group& g) {
+                return !own_port && g.address == address;
+            });
+            if (group == groups.end()) {
+                groups.push_back({address, {{&r, r.listen_lines[i]}}});
                 continue;
-            const First& first = it->second;
-            errors.add(r.listen_lines[i],
-                       first.route == &r
-                           ? fmt::format("{}: listen address {} is listed twice (first at "
-                                         "line {})",
-                                         r.label, quote_input(address), first.line)
-                           : fmt::format("{}: listen address {} is already used by {} (line {})",
-                                         r.label, quote_input(address), first.route->label,
-                                         first.line));
+            }
+            auto same = std::find_if(group->members.begin(), group->members.end(),
+                                     [&](const Member& m) { return m.route == &r; });
+            if (same != group->members.end()) {
+                errors.add(r.listen_lines[i],
+                           fmt::format("{}: listen address {} is listed twice (first at line {})",
+                                       r.label, quote_input(address), same->line));
+                continue;
+            }
+            group->members.push_back({&r, r.listen_lines[i]});
         }
+    }
+    for (const Group& group : groups) {
+        std::vector<engine::SniRule> rules;
+        for (const Member& m : group.members)
+            rules.push_back({rules.size(), m.route->route.name, m.route->route.server_names,
+                             m.route->route.alpn});
+        const engine::SniRouter router(std::move(rules));
+        const Member& last = group.members.back();
+        const std::size_t line = group.members.size() == 1 && last.route->tls_line != 0
+                                     ? last.route->tls_line
+                                     : last.line;
+        for (const std::string& problem : router.problems())
+            errors.add(line, group.members.size() == 1
+                                 ? problem
+                                 : fmt::format("listen address {}: {}", quote_input(group.address),
+                                               problem));
     }
 }
 
@@ -110,7 +136,7 @@ ConfigFileResult parse_config(std::string_view text, std::string_view source_nam
         config::read_engine_section(*engine, read_topology, errors, config, operations);
     std::vector<ParsedRoute> routes = read_routes(top, errors);
     check_unique_names(routes, errors);
-    check_unique_listeners(routes, errors);
+    check_listeners(routes, errors);
     top.report_unknown_keys();
 
     if (!errors.empty())

@@ -3,6 +3,7 @@
 #include "config/duration.hpp"
 #include "config/table_reader.hpp"
 #include "net/cidr.hpp"
+#include "routing/sni_router.hpp"
 #include "support/quote_input.hpp"
 
 #include <fmt/format.h>
@@ -86,6 +87,30 @@ void read_listen(TableReader& reader, ParsedRoute& out) {
         return;
     }
     add_listen(reader, *listen, out);
+}
+
+// server_names and alpn: arrays of strings, each checked on its own line.
+void read_names(TableReader& reader, const char* key, std::vector<std::string>& out,
+                std::optional<std::string> (*check)(std::string_view)) {
+    const toml::node* node = reader.get(key);
+    if (node == nullptr)
+        return;
+    const toml::array* all = node->as_array();
+    if (all == nullptr || all->empty()) {
+        reader.wrong(key, *node, "a non-empty array of strings");
+        return;
+    }
+    for (const toml::node& one : *all) {
+        if (!one.is_string()) {
+            reader.wrong(key, one, "a string");
+            continue;
+        }
+        const std::string& value = one.as_string()->get();
+        if (auto why = check(value))
+            reader.error(line_of(one), fmt::format("{} {}: {}", key, quote_input(value), *why));
+        else
+            out.push_back(value);
+    }
 }
 
 UpstreamMember read_upstream(const toml::table& table, const std::string& context,
@@ -257,6 +282,12 @@ ParsedRoute read_route(const toml::table& table, std::size_t index, ErrorList& e
         out.route.idle_timeout = duration_cast<milliseconds>(*v);
     if (const auto v = reader.duration("resolve_interval", 0us, std::nullopt))
         pool.resolve_interval = duration_cast<milliseconds>(*v);
+    read_names(reader, "server_names", out.route.server_names, engine::check_server_name);
+    read_names(reader, "alpn", out.route.alpn, engine::check_alpn);
+    if (const toml::node* node = reader.get("server_names"))
+        out.tls_line = line_of(*node);
+    else if (const toml::node* alpn = reader.get("alpn"))
+        out.tls_line = line_of(*alpn);
     if (const auto v = reader.duration("inspect_timeout", 1ms, microseconds{1h}))
         out.route.inspect_timeout = duration_cast<milliseconds>(*v);
     read_proxy_protocol(reader, out.route);

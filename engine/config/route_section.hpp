@@ -21,6 +21,7 @@ struct ParsedRoute {
     std::size_t line = 0;                  // its [[route]] header
     std::size_t name_line = 0;             // valid when named
     std::vector<std::size_t> listen_lines; // one per route.listen entry
+    std::size_t tls_line = 0;              // server_names (or alpn) when given
 };
 
 // `index` is the route's 1-based position in the file, its name when it has none.

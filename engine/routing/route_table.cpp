@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstring>
 #include <stdexcept>
 
 namespace uringfwd::engine {
@@ -17,6 +19,52 @@ std::vector<RouteConfig> effective_routes(const EngineConfig& config) {
     return {route};
 }
 
+namespace {
+
+bool shareable_same(const SocketAddress& a, const SocketAddress& b) {
+    if (a.length != b.length || std::memcmp(&a.storage, &b.storage, a.length) != 0)
+        return false;
+    // Port 0 asks for a port of its own each time.
+    return a.family() == AF_UNIX || to_endpoint(a).port != 0;
+}
+
+// Routes that list the same address share one listener, which chooses among them by
+// the ClientHello (routing/sni_router.hpp).
+void group_listeners(RouteTable& table) {
+    for (std::size_t r = 0; r < table.routes.size(); ++r) {
+        for (const SocketAddress& address : table.routes[r].listen) {
+            auto group =
+                std::find_if(table.groups.begin(), table.groups.end(), [&](const ListenGroup& g) {
+                    return shareable_same(g.address, address);
+                });
+            if (group == table.groups.end()) {
+                table.groups.push_back({address, {r}, r, nullptr});
+                continue;
+            }
+            if (std::find(group->routes.begin(), group->routes.end(), r) != group->routes.end())
+                throw std::runtime_error(fmt::format("route \"{}\": {} is listed twice",
+                                                     table.routes[r].name,
+                                                     to_endpoint(address).to_string()));
+            group->routes.push_back(r);
+        }
+    }
+    for (ListenGroup& group : table.groups) {
+        std::vector<SniRule> rules;
+        for (std::size_t r : group.routes)
+            rules.push_back(
+                {r, table.routes[r].name, table.routes[r].server_names, table.routes[r].alpn});
+        auto router = std::make_shared<SniRouter>(std::move(rules));
+        if (auto problems = router->problems(); !problems.empty())
+            throw std::runtime_error(fmt::format(
+                "listen address {}: {}", to_endpoint(group.address).to_string(), problems.front()));
+        group.anchor = router->default_route().value_or(group.routes.front());
+        if (router->needs_client_hello())
+            group.router = std::move(router);
+    }
+}
+
+} // namespace
+
 std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config) {
     auto table = std::make_shared<RouteTable>();
     for (const RouteConfig& rc : effective_routes(config)) {
@@ -30,6 +78,8 @@ std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config) {
         route.max_connections = rc.max_connections;
         route.idle_timeout = rc.idle_timeout;
         route.selector = rc.selector;
+        route.server_names = rc.server_names;
+        route.alpn = rc.alpn;
         route.inspect_timeout = rc.inspect_timeout;
         route.accept_proxy = rc.accept_proxy;
         route.proxy_tlvs = rc.proxy_tlvs;
@@ -54,6 +104,7 @@ std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config) {
         }
         table->routes.push_back(std::move(route));
     }
+    group_listeners(*table);
     return table;
 }
 

@@ -6,6 +6,7 @@
 #include "health/health_checker.hpp"
 #include "net/cidr.hpp"
 #include "net/socket_address.hpp"
+#include "routing/sni_router.hpp"
 #include "support/logger.hpp"
 #include "uringfwd/config.hpp"
 
@@ -30,6 +31,8 @@ struct Route {
     std::size_t max_connections = 0;   // engine-wide, as configured
     std::chrono::milliseconds idle_timeout{0};
     UpstreamSelector selector; // empty: the pool's policy alone
+    std::vector<std::string> server_names;
+    std::vector<std::string> alpn;
     std::chrono::milliseconds inspect_timeout{3000};
     // PROXY protocol (RouteConfig): trusted_sources parsed.
     bool accept_proxy = false;
@@ -38,8 +41,22 @@ struct Route {
     ProxyVersion send_proxy = ProxyVersion::Off; // for an address the selector chose
 };
 
+// One listen address and the routes that share it (most often one).
+struct ListenGroup {
+    SocketAddress address;
+    std::vector<std::size_t> routes; // indexes into RouteTable::routes, in table order
+    // The route whose listeners accept the group's clients (its limit holds them back):
+    // the default route (no server_names, no alpn), or the first when there is none.
+    std::size_t anchor = 0;
+    // Chooses among `routes` by the ClientHello; null when no route of the group
+    // matches on names or ALPN, so nothing is read before connecting.
+    std::shared_ptr<const SniRouter> router;
+};
+
 struct RouteTable {
     std::vector<Route> routes;
+    // One per distinct listen address (TCP port 0 is never shared: each is its own).
+    std::vector<ListenGroup> groups;
     // Checks the members of pools with a health_check (null when none has one); lives
     // as long as the table, so a connection of a replaced route still reads it.
     std::shared_ptr<HealthChecker> health;
@@ -48,7 +65,8 @@ struct RouteTable {
 // The routes of `config`: its `routes`, or one route "default" built from its listen,
 // upstream and connect_timeout fields when `routes` is empty. Resolves every address
 // (getaddrinfo: may block, so never on a shard). Throws std::runtime_error with a
-// one-line message naming the route and address that failed.
+// one-line message naming the route and address that failed, or the first ambiguity
+// of routes sharing an address (SniRouter::problems()).
 std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config);
 
 // Creates and starts the table's health checker when a pool asks for checks.

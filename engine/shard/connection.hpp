@@ -6,6 +6,7 @@
 #include "net/socket_address.hpp"
 #include "routing/tried_set.hpp"
 #include "shard/direction_state.hpp"
+#include "shard/inspect.hpp"
 #include "shard/op_tag.hpp"
 #include "shard/shard_io.hpp"
 #include "uring/unique_fd.hpp"
@@ -88,6 +89,8 @@ struct Connection {
     SocketAddress client_sa;
     SocketAddress local_sa;
     std::vector<std::byte> proxy_tlvs; // to pass on in a PROXY v2 header
+    // The listen address's inspector (routes sharing it), after the route's chain.
+    std::shared_ptr<const Inspector> listener_inspector;
 
     Direction& dir(Side side) { return dirs[static_cast<int>(side)]; }
     const Direction& dir(Side side) const { return dirs[static_cast<int>(side)]; }

@@ -38,7 +38,8 @@ Endpoint upstream_endpoint(const Connection& conn) {
 } // namespace
 
 int Connections::open(int client_fd, bool client_is_tcp, ShardRoute& r,
-                      std::vector<std::byte> preamble, int upstream_fd, bool inspect) {
+                      std::vector<std::byte> preamble, int upstream_fd, bool inspect,
+                      std::shared_ptr<const Inspector> listener_inspector) {
     Connection& conn = table_.allocate();
     conn.client.reset(client_fd);
     conn.route = &r;
@@ -59,8 +60,10 @@ int Connections::open(int client_fd, bool client_is_tcp, ShardRoute& r,
         start_forwarding(conn);
         return 0;
     }
-    if (inspect && !r.inspectors.empty())
+    if (inspect && (!r.inspectors.empty() || listener_inspector)) {
+        conn.listener_inspector = std::move(listener_inspector);
         return begin_inspect(conn);
+    }
     return choose_upstream(conn);
 }
 

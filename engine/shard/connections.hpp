@@ -34,8 +34,11 @@ public:
     // sent to the upstream first. `upstream_fd`: a connected upstream of the caller's
     // (Engine::forward_pair): no member is chosen and nothing connected. `inspect`: a
     // client of a listener, which goes through the route's inspectors first (if any).
+    // `listener_inspector`: the listen address's own inspector (routes sharing it), asked
+    // after the route's chain.
     int open(int client_fd, bool client_is_tcp, ShardRoute& route,
-             std::vector<std::byte> preamble = {}, int upstream_fd = -1, bool inspect = false);
+             std::vector<std::byte> preamble = {}, int upstream_fd = -1, bool inspect = false,
+             std::shared_ptr<const Inspector> listener_inspector = {});
 
     // A completion of one of a connection's operations (slot != kShardSlot).
     void on_completion(const OpTag& tag, const uring::Completion& c);
@@ -73,6 +76,9 @@ private:
     void move_to_route(Connection& conn, std::size_t index);
     // send_proxy.cpp: puts the route's (or member's) PROXY header before the preamble.
     void add_proxy_header(Connection& conn);
+    // The inspector at the connection's stage: the route's chain, then the listener's;
+    // null when the connection is through them all.
+    static const Inspector* stage_of(const Connection& conn);
     // Chooses the next member and connects to it; closes the connection when no member
     // is left. Returns an errno as open() does.
     int connect_next(Connection& conn);

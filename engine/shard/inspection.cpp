@@ -49,8 +49,7 @@ int Connections::begin_inspect(Connection& conn) {
 void Connections::read_more(Connection& conn) {
     if (conn.inspect_read == conn.inspect_buffer.size()) {
         if (conn.inspect_buffer.size() >= kInspectBufferCap) {
-            reject_inspected(conn, CloseReason::InspectOversized,
-                             conn.route->inspectors[conn.inspect_stage]->name(),
+            reject_inspected(conn, CloseReason::InspectOversized, stage_of(conn)->name(),
                              fmt::format("more than {} bytes", kInspectBufferCap));
             return;
         }
@@ -73,7 +72,7 @@ void Connections::read_more(Connection& conn) {
 void Connections::on_inspect_read(Connection& conn, int result) {
     if (conn.phase != Phase::Inspecting)
         return; // closing: the recv was cancelled
-    std::string_view who = conn.route->inspectors[conn.inspect_stage]->name();
+    std::string_view who = stage_of(conn)->name();
     if (result == -ECANCELED || result == -ETIME) {
         reject_inspected(conn, CloseReason::InspectTimeout, who,
                          fmt::format("nothing complete within {} ms",
@@ -99,9 +98,8 @@ void Connections::on_inspect_read(Connection& conn, int result) {
 }
 
 void Connections::run_inspectors(Connection& conn) {
-    const InspectorChain& chain = conn.route->inspectors;
-    while (conn.inspect_stage < chain.size()) {
-        const Inspector& inspector = *chain[conn.inspect_stage];
+    while (const Inspector* stage = stage_of(conn)) {
+        const Inspector& inspector = *stage;
         std::span<const std::byte> unseen(conn.inspect_buffer.data() + conn.inspect_consumed,
                                           conn.inspect_read - conn.inspect_consumed);
         InspectVerdict verdict = inspector.inspect({unseen, conn.transport_peer});
@@ -138,7 +136,17 @@ void Connections::run_inspectors(Connection& conn) {
         conn.inspect_buffer.begin() + static_cast<std::ptrdiff_t>(conn.inspect_consumed),
         conn.inspect_buffer.begin() + static_cast<std::ptrdiff_t>(conn.inspect_read));
     conn.inspect_buffer = {};
+    conn.listener_inspector.reset();
     choose_upstream(conn); // its failures close the connection themselves
+}
+
+const Inspector* Connections::stage_of(const Connection& conn) {
+    const InspectorChain& chain = conn.route->inspectors;
+    if (conn.inspect_stage < chain.size())
+        return chain[conn.inspect_stage].get();
+    if (conn.inspect_stage == chain.size())
+        return conn.listener_inspector.get();
+    return nullptr;
 }
 
 void Connections::move_to_route(Connection& conn, std::size_t index) {

@@ -26,7 +26,7 @@ bool is_fd_shortage(int err) {
 }
 
 Listener::Listener(ShardIo& io, const Logger& log, const ListenerSetup& setup)
-    : io_(io), log_(log), index_(setup.index), route_(setup.route) {
+    : io_(io), log_(log), index_(setup.index), route_(setup.route), group_(setup.group) {
     if (setup.shared_fd >= 0) {
         fd_.reset(::fcntl(setup.shared_fd, F_DUPFD_CLOEXEC, 0));
         if (!fd_)
@@ -137,8 +137,9 @@ void Listener::on_pause_over() {
         arm();
 }
 
-void Listener::move_to_route(uint32_t route) {
+void Listener::move_to_route(uint32_t route, uint32_t group) {
     route_ = route;
+    group_ = group;
     if (held_)
         release_hold(); // a new route starts with room
 }

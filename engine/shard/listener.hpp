@@ -16,7 +16,8 @@ namespace uringfwd::engine {
 
 struct ListenerSetup {
     uint32_t index = 0; // among the shard's listeners
-    uint32_t route = 0; // the route it accepts clients for
+    uint32_t route = 0; // the route it accepts clients for (its group's anchor)
+    uint32_t group = 0; // its listen group in the route table
     SocketAddress address;
     int cpu = -1; // the shard's CPU, for SO_INCOMING_CPU (-1: none)
     bool set_incoming_cpu = false;
@@ -74,12 +75,13 @@ public:
     // (keep_accepting()), which first accepts whatever waits in the backlog.
     void rearm() { end_accept(); }
 
-    // A reconfiguration moved this address to another route (its index): clients
-    // accepted from now on are that route's.
-    void move_to_route(uint32_t route);
+    // A reconfiguration moved this address to another route and group (their indexes):
+    // clients accepted from now on are theirs.
+    void move_to_route(uint32_t route, uint32_t group);
 
     uint32_t index() const { return index_; }
     uint32_t route() const { return route_; }
+    uint32_t group() const { return group_; }
     int fd() const { return fd_.get(); }
     SocketAddress bound() const { return bound_; }
     bool is_tcp() const { return bound_.family() != AF_UNIX; }
@@ -96,6 +98,7 @@ private:
     const Logger& log_;
     uint32_t index_;
     uint32_t route_;
+    uint32_t group_;
     uring::UniqueFd fd_;
     SocketAddress bound_;
     std::string steering_ = "kernel hash";

@@ -44,8 +44,10 @@ struct ShardSetup {
 // A new configuration for a running shard (Engine::reconfigure).
 struct ShardChange {
     std::shared_ptr<const RouteTable> routes;
-    // Per listener the shard has: the route it serves from now on, or -1 to close it.
+    // Per listener the shard has: the route it serves from now on, or -1 to close it,
+    // and its listen group in `routes`.
     std::vector<int> listener_routes;
+    std::vector<uint32_t> listener_groups;
     // Listeners to add; their indexes follow the existing ones.
     std::vector<ListenerSetup> new_listeners;
 };
@@ -161,6 +163,10 @@ private:
     // replaced by a change are kept (retired) until their last connection has gone.
     std::vector<std::unique_ptr<ShardRoute>> routes_;
     std::vector<std::unique_ptr<ShardRoute>> retired_routes_;
+    // Per listen group of setup_.routes: the inspector of an address that routes share
+    // (null where none), handed to each client its listener accepts.
+    std::vector<std::shared_ptr<const Inspector>> group_inspectors_;
+    void make_group_inspectors();
     std::unique_ptr<Connections> connections_;
     std::vector<std::unique_ptr<Listener>> listeners_;
     std::vector<SocketAddress> bound_; // per listener, for the engine

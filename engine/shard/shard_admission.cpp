@@ -7,7 +7,12 @@ namespace uringfwd::engine {
 
 void Shard::open_connection(Listener& listener, int client_fd) {
     ShardRoute& route = *routes_[listener.route()];
-    admit(route, {client_fd, listener.is_tcp(), {}, -1, /*inspect=*/true});
+    admit(route, {client_fd,
+                  listener.is_tcp(),
+                  {},
+                  -1,
+                  /*inspect=*/true,
+                  group_inspectors_[listener.group()]});
 }
 
 void Shard::admit(ShardRoute& route, WaitingClient client) {
@@ -26,7 +31,8 @@ void Shard::admit(ShardRoute& route, WaitingClient client) {
 
 void Shard::open(ShardRoute& route, WaitingClient client) {
     int err = connections_->open(client.fd, client.is_tcp, route, std::move(client.preamble),
-                                 client.upstream_fd, client.inspect);
+                                 client.upstream_fd, client.inspect,
+                                 std::move(client.listener_inspector));
     if (err == 0) {
         for (auto& each : listeners_)
             each->shortage_over();

@@ -60,6 +60,7 @@ std::string Shard::apply(ShardChange& change) {
     for (const Route& route : change.routes->routes)
         routes_.push_back(std::make_unique<ShardRoute>(route, change.routes, setup_.shards));
     setup_.routes = change.routes;
+    make_group_inspectors();
 
     // An address kept keeps its socket, so no client of it is ever refused; its
     // clients go to the new route from now on.
@@ -71,7 +72,7 @@ std::string Shard::apply(ShardChange& change) {
         if (route < 0)
             listener.stop(); // its open connections go on, as on stop()
         else
-            listener.move_to_route(static_cast<uint32_t>(route));
+            listener.move_to_route(static_cast<uint32_t>(route), change.listener_groups[i]);
     }
     for (auto& listener : added) {
         bound_.push_back(listener->bound());

@@ -26,6 +26,9 @@ struct WaitingClient {
     // Accepted by a listener: goes through the route's inspectors. Handed-over
     // connections do not (the application has read from them already).
     bool inspect = false;
+    // The inspector of the listen address it came to, when routes share it (the
+    // ClientHello's: sni_inspector.hpp); runs after the route's own chain.
+    std::shared_ptr<const Inspector> listener_inspector = nullptr;
 };
 
 struct ShardRoute {

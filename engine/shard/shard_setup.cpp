@@ -2,6 +2,7 @@
 // pipe pool, the copy buffers, the routes and the listeners.
 #include "platform/cpu_affinity.hpp"
 #include "shard/shard.hpp"
+#include "shard/sni_inspector.hpp"
 
 #include <pthread.h>
 #include <sys/syscall.h>
@@ -37,6 +38,7 @@ void Shard::setup() {
     for (const Route& route : setup_.routes->routes)
         routes_.push_back(std::make_unique<ShardRoute>(route, setup_.routes, setup_.shards));
     plan_idle_sweep();
+    make_group_inspectors();
     connections_ = std::make_unique<Connections>(
         *context_, [this](ShardRoute& route) { on_room(route); },
         [this](const RouteTable& table, std::size_t index) {
@@ -66,6 +68,12 @@ void Shard::setup() {
         to_string(data_path_), pool_->pipe_size(), pool_->max_pipes(), copy_buffers,
         listeners_.front()->steering(), busy_poll, io_->ring().features().describe());
     log_pool_notices();
+}
+
+void Shard::make_group_inspectors() {
+    group_inspectors_.clear();
+    for (const ListenGroup& group : setup_.routes->groups)
+        group_inspectors_.push_back(group.router ? make_sni_inspector(group.router) : nullptr);
 }
 
 void Shard::setup_ring() {

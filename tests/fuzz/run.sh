@@ -41,7 +41,8 @@ declare -A sources=(
     [config]="$(echo engine/config/*.cpp) engine/net/endpoint.cpp engine/support/quote_input.cpp
               engine/platform/cpu_list.cpp engine/platform/numa_topology.cpp
               engine/api/data_path.cpp engine/api/route.cpp engine/support/log_level.cpp
-              engine/net/cidr.cpp"
+              engine/net/cidr.cpp engine/routing/sni_router.cpp"
+    [client_hello]="engine/protocol/client_hello.cpp"
 )
 
 # target name -> extra compiler flags.
@@ -50,7 +51,7 @@ declare -A target_flags=(
 )
 
 status=0
-for target in endpoint cpu_list config proxy_header; do
+for target in endpoint cpu_list config proxy_header client_hello; do
     bin="$work/${target}_fuzz"
     corpus="$work/corpus/$target"
     artifacts="$work/artifacts/$target/"

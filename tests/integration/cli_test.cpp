@@ -153,7 +153,10 @@ TEST(Cli, ConfigCheckAcceptsTheExample) {
     const auto lines = non_empty_lines(proc.stdout_text());
     ASSERT_EQ(lines.size(), 2u) << proc.stdout_text();
     EXPECT_EQ(lines[0], std::string(URING_FWD_EXAMPLE_CONFIG) + ": ok");
-    EXPECT_EQ(lines[1].rfind("2 routes: web on 127.0.0.1:8080, [::1]:8080 -> 3 upstreams", 0), 0u)
+    EXPECT_EQ(lines[1].rfind("5 routes: web on 127.0.0.1:8080, [::1]:8080 -> 3 upstreams", 0), 0u)
+        << lines[1];
+    EXPECT_NE(lines[1].find("tls-grpc on :8443 for app.example.com, alpn h2 -> 1 upstream"),
+              std::string::npos)
         << lines[1];
 }
 

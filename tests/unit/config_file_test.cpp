@@ -225,6 +225,18 @@ TEST(ConfigFile, ListenPortZeroMayRepeat) {
     EXPECT_THAT(parse(two).errors, IsEmpty());
 }
 
+TEST(ConfigFile, RoutesShareAnAddressByServerName) {
+    const ConfigFileResult r =
+        parse(web() + "[[route]]\nname = \"a\"\nlisten = \"127.0.0.1:8080\"\n"
+                      "server_names = [\"a.example\", \"*.a.example\"]\nalpn = [\"h2\"]\n"
+                      "[[route.upstream]]\naddress = \":2\"\n");
+    ASSERT_THAT(r.errors, IsEmpty());
+    ASSERT_EQ(r.config->routes.size(), 2u);
+    EXPECT_THAT(r.config->routes[1].server_names, ElementsAre("a.example", "*.a.example"));
+    EXPECT_THAT(r.config->routes[1].alpn, ElementsAre("h2"));
+    EXPECT_TRUE(r.config->routes[0].server_names.empty());
+}
+
 TEST(ConfigFile, UpstreamsAsInlineTables) {
     const ConfigFileResult result =
         parse("[[route]]\nname = \"a\"\nlisten = \":1\"\n"
@@ -398,8 +410,27 @@ const ErrorCase kErrorCases[] = {
      {"t.toml:4: route \"web\": listen address \":1\" is listed twice (first at line 3)"}},
     {"ListenInTwoRoutes", web() + "[[route]]\nname = \"api\"\nlisten = \"127.0.0.1:8080\"\n"
                                   "[[route.upstream]]\naddress = \":2\"\n",
-     {"t.toml:8: route \"api\": listen address \"127.0.0.1:8080\" is already used by route "
-      "\"web\" (line 3)"}},
+     {"t.toml:8: listen address \"127.0.0.1:8080\": routes \"web\" and \"api\" share a listen "
+      "address and neither has server_names or alpn: only one may be the default"}},
+    {"ServerNamesNotAnArray", web("server_names = \"a.example\"\n"),
+     {"t.toml:4: route \"web\": server_names must be a non-empty array of strings, not "
+      "\"a.example\""}},
+    {"ServerNameBad", web("server_names = [\"a..example\"]\n"),
+     {"t.toml:4: route \"web\": server_names \"a..example\": has an empty label or one longer "
+      "than 63 characters (no leading, trailing or double dots)"}},
+    {"ServerNameWildcardInside", web("server_names = [\"a.*.example\"]\n"),
+     {"t.toml:4: route \"web\": server_names \"a.*.example\": may hold letters, digits, '-', "
+      "'_' and dots, with a '*.' only at the front"}},
+    {"AlpnEmpty", web("alpn = [\"\"]\n"),
+     {"t.toml:4: route \"web\": alpn \"\": must be 1..255 characters"}},
+    {"ServerNameTwiceInOneRoute", web("server_names = [\"a.example\", \"A.example\"]\n"),
+     {"t.toml:4: route \"web\": server name \"a.example\" is listed twice"}},
+    {"ServerNameInTwoRoutes",
+     web("server_names = [\"a.example\"]\n") +
+         "[[route]]\nname = \"api\"\nlisten = \"127.0.0.1:8080\"\nserver_names = [\"a.example\"]\n"
+         "[[route.upstream]]\naddress = \":2\"\n",
+     {"t.toml:9: listen address \"127.0.0.1:8080\": server name \"a.example\" is in routes "
+      "\"web\" and \"api\" of one listen address: a client could go to either"}},
     {"BalanceUnknown", web("balance = \"random\"\n"),
      {"t.toml:4: route \"web\": balance must be round-robin, least-active or maglev, not "
       "\"random\""}},
@@ -554,7 +585,7 @@ TEST(ConfigFile, ExampleFileIsValid) {
     const ConfigFileResult result = load_config_file(URING_FWD_EXAMPLE_CONFIG, fake_topology);
     EXPECT_THAT(result.errors, IsEmpty());
     ASSERT_TRUE(result.config.has_value());
-    EXPECT_EQ(result.config->routes.size(), 2u);
+    EXPECT_EQ(result.config->routes.size(), 5u);
 }
 
 TEST(ConfigFile, UnreadableFileIsOneError) {

@@ -18,6 +18,11 @@
     R(arg, ConnectTimeout, connect_timeout, "the upstream did not accept within connect_timeout")  \
     R(arg, NoUpstream, no_upstream, "no member of the route's pool was up and had room")           \
     R(arg, Rejected, rejected, "the route's selector rejected the client")                         \
+    R(arg, NoRoute, no_route,                                                                      \
+      "no route of the listen address matched the TLS server name or ALPN and none is default")    \
+    R(arg, TlsMalformed, tls_malformed,                                                            \
+      "a listener routing by server name read a TLS handshake record that is no valid "            \
+      "ClientHello")                                                                               \
     R(arg, IdleTimeout, idle_timeout, "no byte in either direction for the route's idle_timeout")  \
     R(arg, DrainTimeout, drain_timeout, "still open when the drain after stop() ran out")          \
     R(arg, Stopped, stopped, "reset by a stop without drain")                                      \

@@ -133,6 +133,18 @@ struct RouteConfig {
     std::chrono::milliseconds idle_timeout{0};
     // Empty: the pool's balancing policy chooses every upstream.
     UpstreamSelector selector;
+    // TLS passthrough routing. Routes that list the same listen address share it: the
+    // engine reads each client's TLS ClientHello (never terminating TLS) and serves it
+    // on the route whose server_names ("a.example", "*.b.example": case-insensitive;
+    // a wildcard matches one label deep or more) and alpn (one of the client's ALPN
+    // protocols) match; exact names beat wildcards, the longest wildcard beats shorter
+    // ones, and among routes matching the same way one whose alpn matches beats one
+    // without alpn. The route of the address with neither list is its default: clients
+    // that match nothing, send no server name or do not speak TLS. Without a default
+    // they are reset (closed_no_route). A route alone on its address with neither list
+    // reads nothing: its clients are never delayed.
+    std::vector<std::string> server_names;
+    std::vector<std::string> alpn;
     // Routes that read a preamble before choosing an upstream (a PROXY header, a TLS
     // ClientHello) give up on a client that has not sent it within this long: reset,
     // counted as closed_inspect_timeout. Routes that read none ignore it.
