@@ -29,8 +29,8 @@ from compare_baseline import BASE_PEER, BASELINE_DIR, build_baseline, shown_path
 from compare_example_gateway import GATEWAY_PEER, GATEWAY_WORKLOADS, build_example_gateway
 from compare_example_gateway import describe as describe_gateway
 from compare_floors import FLOOR_PEERS, build_floors, describe_floors
-from compare_peers import (ALL_PEERS, build_goproxy, find_uring, start_peer, start_upstream,
-                           uring_extra_args)
+from compare_peers import (ALL_PEERS, PROXY_PEERS, build_goproxy, find_uring, start_peer,
+                           start_upstream, uring_extra_args)
 from compare_proc import (CLK_TCK, PeerFailed, Procs, Sampler, cpu_ticks, iowq_threads, log,
                           rss_kib, version_of)
 from compare_report import markdown, summarise
@@ -98,6 +98,9 @@ def run_one(ctx: Ctx, workload: str, peer: str) -> dict:
     if peer == GATEWAY_PEER and workload not in GATEWAY_WORKLOADS:
         # Its clients must send a preamble first: wrk can (churn), iperf3 and sockperf cannot.
         return {"skipped": "the example gateway runs in the churn workload only"}
+    if peer in PROXY_PEERS and workload != "churn":
+        # Its clients must send a PROXY header: wrk can (churn), iperf3 and sockperf cannot.
+        return {"skipped": "the PROXY protocol peer runs in the churn workload only"}
     upstream_kind, load = (("iperf3", None) if workload in SYSCALL_STREAMS
                            else WORKLOAD_DEFS[workload](ctx, peer))
     up = proxy = None

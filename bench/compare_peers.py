@@ -34,7 +34,13 @@ URING_VARIANTS = {"uring-fwd-copy": ["--data-path", "copy"],
                   "uring-fwd-maglev16": ["--balance", "maglev"],
                   # the cost of operating it: /metrics served and a JSON access log written
                   # to a file (its address and path are added in start_peer)
-                  "uring-fwd-ops": ["--access-log-format", "json"]}
+                  "uring-fwd-ops": ["--access-log-format", "json"],
+                  # the cost of the PROXY protocol both ways: the load client sends a v1
+                  # header, uring-fwd reads it and sends v2 to an upstream that reads it
+                  # (churn only: the other load tools cannot send a header)
+                  "uring-fwd-proxy2": ["--accept-proxy", "--send-proxy", "v2"]}
+# Peers whose clients start with a PROXY header and whose upstream reads one.
+PROXY_PEERS = ("uring-fwd-proxy2",)
 # Extra --upstream copies of the upstream a variant gets (a pool of 1 + this many).
 URING_POOL_EXTRA = {"uring-fwd-maglev16": 15}
 ALL_PEERS += list(URING_VARIANTS)
@@ -53,8 +59,10 @@ def start_upstream(ctx, kind: str) -> tuple[subprocess.Popen, int]:
         argv = ["iperf3", "-s", "-B", LOOP, "-p", str(port)]
     elif kind == "sockperf":
         argv = ["sockperf", "server", "--tcp", "-i", LOOP, "-p", str(port)]
-    elif kind == "http":
-        d = ctx.subdir("nginx-http")
+    elif kind in ("http", "http-proxy"):
+        # http-proxy: the same server reading a PROXY header (v1 or v2) first.
+        pp = " proxy_protocol" if kind == "http-proxy" else ""
+        d = ctx.subdir("nginx-" + kind)
         conf = d / "nginx.conf"
         conf.write_text(f"""
 worker_processes 1;
@@ -73,7 +81,7 @@ http {{
     scgi_temp_path {d}/scgi;
     keepalive_timeout 0;
     server {{
-        listen {LOOP}:{port} backlog=4096;
+        listen {LOOP}:{port} backlog=4096{pp};
         location / {{ return 200 "ok\\n"; }}
     }}
 }}

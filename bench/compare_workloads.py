@@ -15,6 +15,7 @@ from pathlib import Path
 from compare_example_gateway import GATEWAY_PEER, wrk_script
 from compare_gateway import gateway_load
 import compare_sni
+from compare_peers import PROXY_PEERS
 from compare_proc import LOOP, descendants, run_cmd
 
 def bulk(ctx, streams: int, reverse: bool):
@@ -65,6 +66,8 @@ def churn(ctx, peer: str, tls_hello: bool = False):
                 "-H", "Connection: close", f"http://{LOOP}:{port}/"]
         if peer == GATEWAY_PEER:
             argv[1:1] = ["-s", str(wrk_script(ctx.tmp))]  # the preamble ahead of the request
+        elif peer in PROXY_PEERS:
+            argv[1:1] = ["-s", str(proxy_header_script(ctx.tmp))]
         if script:  # every connection starts with a ClientHello (compare_sni.py)
             argv = compare_sni.churn_tls_argv(script, ctx.args.churn_conns, t, LOOP, port)
         r = run_cmd(argv, timeout=t + 40, cpu=ctx.load_cpu)
@@ -79,7 +82,34 @@ def churn(ctx, peer: str, tls_hello: bool = False):
             raise RuntimeError(f"wrk completed no request: {r.stdout.strip()[-300:]}")
         return {"conn_per_s": float(m.group(1)), "requests": int(n.group(1)) if n else None,
                 "socket_errors": errs, "non2xx": int(non2xx.group(1)) if non2xx else 0}
-    return "http", load
+    return ("http-proxy" if peer in PROXY_PEERS else "http"), load
+
+
+# A PROXY v1 header ahead of every request, for PROXY_PEERS. With "Connection: close"
+# every connection carries one request, so that is one header first on each. wrk parses
+# the first request() of its thread 0 as HTTP to check the script (wrk.c,
+# script_verify_request) and never sends it, so that one call returns the bare request.
+PROXY_HEADER_SCRIPT = """-- bench/compare: a PROXY protocol header ahead of every request
+local init = wrk.init
+wrk.init = function(args)
+  init(args)
+  local plain = wrk.request()
+  local framed = "PROXY TCP4 127.0.0.1 127.0.0.1 40000 80\\r\\n" .. plain
+  local checked = false
+  wrk.request = function()
+    if checked then return framed end
+    checked = true
+    return plain
+  end
+end
+"""
+
+
+def proxy_header_script(tmp: Path) -> Path:
+    path = tmp / "proxy-header.lua"
+    if not path.exists():
+        path.write_text(PROXY_HEADER_SCRIPT)
+    return path
 
 
 def parse_strace_total(path: Path) -> int | None:
