@@ -62,8 +62,10 @@ if [[ "${URING_FWD_QUICK:-0}" != 1 ]]; then
   while read -r line; do
     echo "$line"
     case "$line" in
-      *": ok"*) results+=("fuzz-${line%%:*}:ok") ;;
-      *:*) results+=("fuzz-${line%%:*}:fail") ;;
+      # Only run.sh's own verdict lines count (a failed build's compiler output follows
+      # its "BUILD FAILED" line and must not count as results of its own).
+      *": ok, "*) results+=("fuzz-${line%%:*}:ok") ;;
+      *": BUILD FAILED"* | *": CRASH"*) results+=("fuzz-${line%%:*}:fail") ;;
     esac
   done < <(tests/fuzz/run.sh "${URING_FWD_FUZZ_SECONDS:-30}" 2>&1)
 fi
