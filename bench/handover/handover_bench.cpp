@@ -18,8 +18,10 @@
 // Between two hand-overs the program sleeps 100 µs so the shard is asleep when the next
 // one comes (the slower, common case for a gateway that is not saturated).
 //
-// Build: meson setup build-bench -Dbench=true && ninja -C build-bench
-// Run:   build-bench/bench/handover_bench [rounds] [hand-overs-per-round]
+// Build: meson setup build-micro -Dbench=true -Dtests=false && ninja -C build-micro
+// Run:   build-micro/bench/handover_bench [rounds] [hand-overs-per-round] [busy-poll-µs]
+//        (a third argument turns on the engine's busy polling: an idle shard spins that
+//        long before it sleeps, so a hand-over finds it awake)
 #include <uringfwd/engine.hpp>
 
 #include <arpa/inet.h>
@@ -158,6 +160,7 @@ double median(std::vector<double> values) {
 int main(int argc, char** argv) {
     int rounds = argc > 1 ? std::atoi(argv[1]) : 7;
     int per_round = argc > 2 ? std::atoi(argv[2]) : 1000;
+    int busy_poll_us = argc > 3 ? std::atoi(argv[3]) : 0;
     ::signal(SIGPIPE, SIG_IGN);
     int shard_cpu = std::thread::hardware_concurrency() > 1 ? 1 : 0;
 
@@ -165,6 +168,7 @@ int main(int argc, char** argv) {
     uringfwd::EngineConfig config;
     config.cpus = {shard_cpu};
     config.shards = 1;
+    config.busy_poll = std::chrono::microseconds(busy_poll_us);
     uringfwd::RouteConfig route;
     route.name = "bench";
     route.listen = {uringfwd::Endpoint::parse("127.0.0.1:0")};

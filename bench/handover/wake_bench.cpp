@@ -20,8 +20,8 @@
 //   waker     the waker's call alone (what Engine::forward's caller pays)
 //   waiter    CPU time of the waiter thread per wake-up (completion, clear, re-arm)
 //
-// Build: meson setup build-bench -Dbench=true && ninja -C build-bench
-// Run:   build-bench/bench/wake_bench [rounds] [wakes-per-round]
+// Build: meson setup build-micro -Dbench=true -Dtests=false && ninja -C build-micro
+// Run:   build-micro/bench/wake_bench [rounds] [wakes-per-round]
 #include <liburing.h>
 
 #include <algorithm>
