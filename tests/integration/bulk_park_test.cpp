@@ -136,6 +136,7 @@ TEST(BulkPark, SmallWorkerCapStarvesNobody) {
     sampler.join();
     EXPECT_EQ(load.verified, 8u) << (load.failures.empty() ? "" : load.failures.front());
     EXPECT_LE(most_parked, 1u);
+    EXPECT_LE(proxy.stats().iowq_threads, 4u) << "the worker cap did not hold";
     EXPECT_GE(proxy.stats().parks, 1u);
 }
 
