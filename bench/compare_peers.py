@@ -38,7 +38,9 @@ URING_VARIANTS = {"uring-fwd-copy": ["--data-path", "copy"],
                   # the cost of the PROXY protocol both ways: the load client sends a v1
                   # header, uring-fwd reads it and sends v2 to an upstream that reads it
                   # (churn only: the other load tools cannot send a header)
-                  "uring-fwd-proxy2": ["--accept-proxy", "--send-proxy", "v2"]}
+                  "uring-fwd-proxy2": ["--accept-proxy", "--send-proxy", "v2"],
+                  # issue 14, experimental: bulk splices wait in the kernel for data
+                  "uring-fwd-parked": ["--bulk-park", "20ms"]}
 # Peers whose clients start with a PROXY header and whose upstream reads one.
 PROXY_PEERS = ("uring-fwd-proxy2",)
 # Extra --upstream copies of the upstream a variant gets (a pool of 1 + this many).

@@ -36,6 +36,7 @@ std::vector<std::string> Engine::Impl::needs_restart(const EngineConfig& next) c
     check(next.copy_buffers == now.copy_buffers && next.copy_buffer_size == now.copy_buffer_size,
           "copy buffers");
     check(next.busy_poll == now.busy_poll, "busy polling");
+    check(next.bulk_park == now.bulk_park, "bulk parking");
     check(next.drain_timeout == now.drain_timeout, "drain timeout");
     check(next.log_level == now.log_level, "log level");
     check(next.ring_entries == now.ring_entries, "ring size");

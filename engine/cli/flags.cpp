@@ -88,6 +88,8 @@ void apply_engine_flags(const CLI::App& app, const Flags& flags, EngineConfig& c
         config.copy_buffers = flags.copy_buffers;
     if (given("--busy-poll"))
         config.busy_poll = std::chrono::microseconds(flags.busy_poll_us);
+    if (given("--bulk-park"))
+        config.bulk_park = std::chrono::milliseconds(flags.bulk_park_ms);
     if (given("--drain-timeout"))
         config.drain_timeout = std::chrono::milliseconds(flags.drain_timeout_ms);
     if (given("--upgrade-socket"))
@@ -205,6 +207,13 @@ void add_flags(CLI::App& app, Flags& flags) {
         ->transform(CLI::AsNumberWithUnit(std::map<std::string, long>{{"us", 1}, {"ms", 1000}},
                                           CLI::AsNumberWithUnit::CASE_SENSITIVE))
         ->check(CLI::Range(0L, 1000L * 1000))
+        ->default_str("0");
+    app.add_option("--bulk-park", flags.bulk_park_ms,
+                   "experimental: a bulk direction's splice waits in the kernel for data up to "
+                   "this long (ms, or 20ms) instead of being gated by a poll; 0 = off")
+        ->transform(CLI::AsNumberWithUnit(std::map<std::string, long>{{"ms", 1}, {"s", 1000}},
+                                          CLI::AsNumberWithUnit::CASE_SENSITIVE))
+        ->check(CLI::Range(0L, 1000L))
         ->default_str("0");
     app.add_option("--drain-timeout", flags.drain_timeout_ms,
                    "on SIGTERM/SIGINT, let open connections finish this long (ms, or 30s); a "

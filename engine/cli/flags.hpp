@@ -47,6 +47,7 @@ struct Flags {
     std::string data_path = "auto";
     unsigned copy_buffers = EngineConfig{}.copy_buffers;
     long busy_poll_us = EngineConfig{}.busy_poll.count();
+    long bulk_park_ms = EngineConfig{}.bulk_park.count();
     long drain_timeout_ms = EngineConfig{}.drain_timeout.count();
 
     std::string metrics;

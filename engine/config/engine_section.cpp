@@ -123,6 +123,8 @@ void read_engine_section(const toml::table& table, const TopologyReader& read_to
         config.copy_buffers = static_cast<unsigned>(*v);
     if (const auto v = reader.duration("busy_poll", 0us, microseconds{1s}, true))
         config.busy_poll = *v;
+    if (const auto v = reader.duration("bulk_park", 0us, microseconds{1s}))
+        config.bulk_park = std::chrono::duration_cast<milliseconds>(*v);
     if (const auto v = reader.duration("drain_timeout", 0us, microseconds{24h}))
         config.drain_timeout = std::chrono::duration_cast<milliseconds>(*v);
     if (const auto v = reader.string("upgrade_socket")) {

@@ -356,6 +356,7 @@ void Connections::close(Connection& conn, CloseReason reason) {
             if (fd->valid())
                 shard_.io.cancel_fd(conn.in_flight, fd->get(), conn.tag(Op::Cancel));
     }
+    directions_.cancel_parked(conn); // bulk_park: splices that wait for data
     settle(conn);
 }
 

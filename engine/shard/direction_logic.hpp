@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 namespace uringfwd::engine {
 
@@ -65,5 +66,16 @@ constexpr uint8_t kSmallReadsForCopy = 2;
 // bulk_threshold) resets the count; -EAGAIN and EOF (in <= 0) say nothing about the
 // traffic's size and leave it.
 bool splice_turns_small(DataPath mode, int in, std::size_t capacity, uint8_t& small_in_a_row);
+
+// A parked splice (bulk_park) returns as soon as the first segments arrive, since the
+// data itself wakes its worker, so its reads are smaller than a poll-gated one's while
+// the stream is just as bulk. Below this it counts as small.
+constexpr int kParkedSmallRead = 16 * 1024;
+
+// The read size splice_turns_small() should judge: a parked read of at least
+// kParkedSmallRead counts as a full (bulk) one.
+inline int parked_size(bool parked, int in) {
+    return parked && in >= kParkedSmallRead ? std::numeric_limits<int>::max() : in;
+}
 
 } // namespace uringfwd::engine

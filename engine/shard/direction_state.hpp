@@ -38,6 +38,7 @@ struct Direction {
     int pair_out = 0;
     uint8_t pair_pending = 0;
     bool watching = false; // a multishot error watch is armed on src
+    bool parked = false;   // src made blocking: its splices wait in the kernel (bulk_park)
 
     // Copy path. At most two chunks: one being sent while the next is received, so a
     // direction never holds more than two buffers and order is kept by construction

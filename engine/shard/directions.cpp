@@ -173,11 +173,19 @@ Outcome Directions::follow(Connection& conn, Side side, Next next, int read_resu
     switch (next) {
     case Next::SpliceAgain:
         dir.small_in_a_row = 0; // a bulk read
+        park(conn, side);       // if bulk_park is on
         start_pair(conn, side);
         return Outcome::running();
     case Next::WaitReadable: {
-        bool small = splice_turns_small(shard_.data_path, read_result, dir.pipe->capacity(),
-                                        dir.small_in_a_row);
+        bool small = splice_turns_small(shard_.data_path, parked_size(dir.parked, read_result),
+                                        dir.pipe->capacity(), dir.small_in_a_row);
+        // Parked, after a read or a drain (read_result 0): the next splice waits in the
+        // kernel for the next bytes, no poll. -EAGAIN: it waited bulk_park in vain.
+        if (dir.parked && read_result >= 0 && !small) {
+            start_pair(conn, side);
+            return Outcome::running();
+        }
+        unpark(conn, side); // idle for bulk_park (the splice timed out), or turning small
         // An idle direction holds no pipe: 10 000 idle connections cost no pipe memory.
         release_pipe(dir, false);
         if (small) {
@@ -199,6 +207,7 @@ Outcome Directions::follow(Connection& conn, Side side, Next next, int read_resu
         shard_.io.poll(conn.in_flight, conn.tag(Op::PollOut, side), dir.dst, POLLOUT);
         return Outcome::running();
     case Next::SourceEnded:
+        unpark(conn, side);
         release_pipe(dir, false);
         return end_direction(conn, side);
     case Next::SourceFailed:
@@ -256,6 +265,8 @@ Outcome Directions::on_error_watch(Connection& conn, Side side, int result, bool
 }
 
 void Directions::release(Connection& conn, bool verify) {
+    for (Side side : kBothSides)
+        unpark(conn, side);
     for (Direction& dir : conn.dirs) {
         release_pipe(dir, verify);
         give_back_chunks(dir);

@@ -58,6 +58,11 @@ public:
     void on_retry_timer() { retry_armed_ = false; }
     // The shard stops: no more retry timers; cancels the one armed.
     void stop();
+
+    // The connection is closing: interrupts the splices that may be waiting in the
+    // kernel because a socket of it is parked (bulk_park), which neither a cancel by
+    // fd (it matches a splice by its output, a pipe) nor a timeout would end promptly.
+    void cancel_parked(Connection& conn);
     InFlight& in_flight() { return in_flight_; }
 
 private:
@@ -73,6 +78,11 @@ private:
     Outcome end_direction(Connection& conn, Side side);
     Outcome on_error_watch(Connection& conn, Side side, int result, bool more);
     void release_pipe(Direction& dir, bool verify);
+    // bulk_park (directions_park.cpp): makes the source blocking with a bounded wait,
+    // if enabled and under the limit; unpark makes it non-blocking again.
+    void park(Connection& conn, Side side);
+    void unpark(Connection& conn, Side side);
+    unsigned park_limit() const;
     void resume_pipe_waiters(ConnectionTable& table);
 
     // Copy path
@@ -97,6 +107,7 @@ private:
     std::deque<Waiting> buffer_waiters_; // copy directions that found no buffer
     InFlight in_flight_;                 // the pipe retry timer
     bool retry_armed_ = false;
+    unsigned parked_now_ = 0; // directions with a parked source
     bool stopping_ = false;
 };
 

@@ -88,7 +88,9 @@ std::span<const uring::Completion> ShardIo::submit_and_wait(std::chrono::microse
     // outstanding, waiting for two means a hard-linked pair comes back in one wake-up
     // instead of two (DEFER_TASKRUN wakes us only when that many completions are
     // queued); waiting for more would hold finished work back.
-    unsigned wait_for = splices_in_flight_ >= 2 ? 2 : 1;
+    // A parked splice (bulk_park) completes only when data comes or its timeout runs
+    // out: waiting for two could hold a lone completion back that long.
+    unsigned wait_for = splices_in_flight_ >= 2 && parked_ == 0 ? 2 : 1;
     // Busy polling only while no splice is in flight: a splice completes on an io-wq
     // worker pinned to this same CPU, and a shard spinning on it would keep that
     // worker from running (measured: one bulk stream fell from 13.6 to 7.7 Gbit/s when

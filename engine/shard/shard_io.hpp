@@ -73,6 +73,10 @@ public:
             --splices_in_flight_;
     }
 
+    // Directions with a parked source (bulk_park): their splices may wait in the kernel
+    // for up to bulk_park, so the loop must not wait for two completions.
+    void set_parked(unsigned directions) { parked_ = directions; }
+
     // Copies the ring's enter and completion counts into the shard's counters.
     void publish_counters();
 
@@ -80,6 +84,7 @@ private:
     uring::Ring ring_;
     ShardCounters& counters_;
     unsigned splices_in_flight_ = 0; // submitted, completion not yet seen
+    unsigned parked_ = 0;
 };
 
 } // namespace uringfwd::engine

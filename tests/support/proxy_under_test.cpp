@@ -38,6 +38,8 @@ void ProxyUnderTest::start(EngineConfig config, const ProxyOptions& options) {
     config.pipe_size = options.pipe_size;
     config.log_level = options.log_level;
     config.busy_poll = options.busy_poll;
+    config.bulk_park = options.bulk_park;
+    config.iowq_max_workers = options.iowq_max_workers;
     if (options.copy_buffers != 0)
         config.copy_buffers = options.copy_buffers;
     if (options.data_path)

@@ -24,6 +24,8 @@ struct ProxyOptions {
     std::optional<DataPath> data_path;
     unsigned copy_buffers = 0; // 0: the engine's default
     std::chrono::microseconds busy_poll{0};
+    std::chrono::milliseconds bulk_park{0};
+    unsigned iowq_max_workers = 0; // 0: the engine's default
     std::size_t shards = 0; // 0: the engine's default (one per CPU)
     std::shared_ptr<ConnectionObserver> observer;
     // Quiet by default; the captured lines are printed when a test fails.

@@ -59,6 +59,7 @@ max_pipes = 64
 pipe_size = 65536
 copy_buffers = 256
 busy_poll = "50us"
+bulk_park = "20ms"
 drain_timeout = "2m"
 upgrade_socket = "/run/uring-fwd/upgrade.sock"
 log_level = "debug"
@@ -112,6 +113,7 @@ listen = ":5432"
     EXPECT_EQ(c.pipe_size, 65536u);
     EXPECT_EQ(c.copy_buffers, 256u);
     EXPECT_EQ(c.busy_poll, 50us);
+    EXPECT_EQ(c.bulk_park, 20ms);
     EXPECT_EQ(c.drain_timeout, 2min);
     EXPECT_EQ(c.upgrade_socket, "/run/uring-fwd/upgrade.sock");
     EXPECT_EQ(c.log_level, LogLevel::Debug);

@@ -84,6 +84,14 @@ struct EngineConfig {
     // the CPU. Costs CPU (up to this much per burst of work); 0 = off.
     std::chrono::microseconds busy_poll{0};
 
+    // Experimental (issue 14), off by default until measured: a direction that turns
+    // bulk makes its source socket blocking with SO_RCVTIMEO/SO_SNDTIMEO of this much,
+    // so its socket->pipe splice waits in the kernel for data on its io-wq worker
+    // instead of returning EAGAIN and being gated by a poll (what a blocking splice
+    // loop does, inside io_uring; docs/kernel.md §1.8). A direction idle for this long
+    // goes back to poll gating. 0 = off.
+    std::chrono::milliseconds bulk_park{0};
+
     // On stop(), connections still open after this long are reset.
     std::chrono::milliseconds drain_timeout{30000};
 

@@ -30,6 +30,8 @@
     X(buffer_waits, Counter, "receives that found every copy buffer out")                          \
     X(switches_to_splice, Counter, "directions that turned bulk and moved to splice")              \
     X(switches_to_copy, Counter, "directions that turned small and moved back to copying")         \
+    X(parks, Counter, "bulk directions whose splices began waiting in the kernel (bulk_park)")     \
+    X(parked, Gauge, "directions whose splices wait in the kernel now (bulk_park)")                \
     X(iowq_threads, Gauge, "io-wq kernel workers serving the shard(s) now")
 
 // One counter per close reason: closed_clean, closed_client_reset, ...
