@@ -19,9 +19,10 @@
 // one comes (the slower, common case for a gateway that is not saturated).
 //
 // Build: meson setup build-micro -Dbench=true -Dtests=false && ninja -C build-micro
-// Run:   build-micro/bench/handover_bench [rounds] [hand-overs-per-round] [busy-poll-µs]
+// Run:   build-micro/bench/handover_bench [rounds] [hand-overs-per-round] [busy-poll-µs] [spin]
 //        (a third argument turns on the engine's busy polling: an idle shard spins that
-//        long before it sleeps, so a hand-over finds it awake)
+//        long before it sleeps, so a hand-over finds it awake; "spin" makes the upstream's
+//        reader spin on a non-blocking recv instead of sleeping in it)
 #include <uringfwd/engine.hpp>
 
 #include <arpa/inet.h>
@@ -103,14 +104,23 @@ int connect_to(uint16_t port) {
     return fd;
 }
 
-void read_one(int fd) {
+// A blocked recv() adds the reader's own wake-up (about 6 µs here, RESULTS.md run 6) to
+// what is measured; spinning with MSG_DONTWAIT leaves only the engine's part.
+void read_one(int fd, bool spin) {
     char byte = 0;
-    if (::recv(fd, &byte, 1, 0) != 1)
+    for (;;) {
+        ssize_t n = ::recv(fd, &byte, 1, spin ? MSG_DONTWAIT : 0);
+        if (n == 1)
+            return;
+        if (n < 0 && errno == EAGAIN && spin)
+            continue;
         die("recv at the upstream");
+    }
 }
 
 // One hand-over of each kind; returns nanoseconds to the first byte.
-uint64_t time_forward_pair(uringfwd::Engine& engine, const Listener& front, const Listener& back) {
+uint64_t time_forward_pair(uringfwd::Engine& engine, const Listener& front, const Listener& back,
+                           bool spin) {
     int client = connect_to(front.port);
     int accepted = front.accept_one(); // what the gateway hands over
     int upstream = connect_to(back.port);
@@ -122,14 +132,15 @@ uint64_t time_forward_pair(uringfwd::Engine& engine, const Listener& front, cons
         std::fprintf(stderr, "forward_pair: %s\n", error.message().c_str());
         std::exit(1);
     }
-    read_one(upstream_end);
+    read_one(upstream_end, spin);
     uint64_t elapsed = now_ns() - t0;
     ::close(client);
     ::close(upstream_end);
     return elapsed;
 }
 
-uint64_t time_forward(uringfwd::Engine& engine, const Listener& front, const Listener& back) {
+uint64_t time_forward(uringfwd::Engine& engine, const Listener& front, const Listener& back,
+                      bool spin) {
     int client = connect_to(front.port);
     int accepted = front.accept_one();
     const std::byte preamble[1] = {std::byte{'x'}};
@@ -139,7 +150,7 @@ uint64_t time_forward(uringfwd::Engine& engine, const Listener& front, const Lis
         std::exit(1);
     }
     int upstream_end = back.accept_one();
-    read_one(upstream_end);
+    read_one(upstream_end, spin);
     uint64_t elapsed = now_ns() - t0;
     ::close(client);
     ::close(upstream_end);
@@ -161,6 +172,7 @@ int main(int argc, char** argv) {
     int rounds = argc > 1 ? std::atoi(argv[1]) : 7;
     int per_round = argc > 2 ? std::atoi(argv[2]) : 1000;
     int busy_poll_us = argc > 3 ? std::atoi(argv[3]) : 0;
+    bool spin = argc > 4 && std::string(argv[4]) == "spin";
     ::signal(SIGPIPE, SIG_IGN);
     int shard_cpu = std::thread::hardware_concurrency() > 1 ? 1 : 0;
 
@@ -187,9 +199,9 @@ int main(int argc, char** argv) {
         for (int i = 0; i < per_round; ++i) {
             timespec pause{0, 100'000};
             nanosleep(&pause, nullptr);
-            pair.push_back(time_forward_pair(*engine, front, back));
+            pair.push_back(time_forward_pair(*engine, front, back, spin));
             nanosleep(&pause, nullptr);
-            forward.push_back(time_forward(*engine, front, back));
+            forward.push_back(time_forward(*engine, front, back, spin));
         }
         pair_median.push_back(percentile(pair, 0.5));
         pair_p99.push_back(percentile(pair, 0.99));
