@@ -118,6 +118,9 @@ TEST(BulkPark, IdleDirectionGoesBackToPolling) {
 
 // A cap of 4 io-wq workers lets one direction park ((4 - 2) / 2); eight connections
 // pushing bulk both ways at once must all finish, and never more than one parks.
+// Whether one gets to park at all depends on timing (a direction parks only when it
+// turns bulk while a slot is free; under the sanitizers often none does), so this test
+// asserts the bound and the progress; parking itself is proven by the tests above.
 TEST(BulkPark, SmallWorkerCapStarvesNobody) {
     EchoServer echo;
     ProxyOptions options = parking(DataPath::Splice, 200ms);
@@ -137,7 +140,6 @@ TEST(BulkPark, SmallWorkerCapStarvesNobody) {
     EXPECT_EQ(load.verified, 8u) << (load.failures.empty() ? "" : load.failures.front());
     EXPECT_LE(most_parked, 1u);
     EXPECT_LE(proxy.stats().iowq_threads, 4u) << "the worker cap did not hold";
-    EXPECT_GE(proxy.stats().parks, 1u);
 }
 
 // Echo 4 MiB so both directions park, then leave the connection idle: its splices now
