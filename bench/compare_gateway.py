@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from compare_proc import LOOP, run_cmd
+from compare_proc import LOOP, nginx_http_temp_paths, nginx_main_conf, run_cmd
 
 FILE_BYTES = 128
 FILE_PATH = "/f128"
@@ -24,21 +24,8 @@ def nginx_file_conf(d: Path, port: int) -> str:
     www.mkdir()
     (www / FILE_PATH.lstrip("/")).write_bytes(b"x" * (FILE_BYTES - 1) + b"\n")
     return f"""
-worker_processes 1;
-daemon off;
-master_process on;
-user root;
-pid {d}/nginx.pid;
-error_log {d}/error.log warn;
-events {{ worker_connections 16384; }}
-http {{
-    access_log off;
-    client_body_temp_path {d}/body;
-    proxy_temp_path {d}/proxy;
-    fastcgi_temp_path {d}/fastcgi;
-    uwsgi_temp_path {d}/uwsgi;
-    scgi_temp_path {d}/scgi;
-    keepalive_timeout 300s;
+{nginx_main_conf(d, 16384)}http {{
+{nginx_http_temp_paths(d)}    keepalive_timeout 300s;
     keepalive_requests 100000000;
     open_file_cache max=16;
     server {{

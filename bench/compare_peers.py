@@ -18,7 +18,8 @@ from compare_example_gateway import GATEWAY_PEER, gateway_argv
 from compare_floors import FLOOR_PEERS, floor_argv
 from compare_gateway import nginx_file_conf
 import compare_sni
-from compare_proc import LOOP, PeerFailed, _log_tail, free_port, wait_listening
+from compare_proc import (LOOP, PeerFailed, _log_tail, free_port, nginx_http_temp_paths,
+                          nginx_main_conf, wait_listening)
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -67,21 +68,8 @@ def start_upstream(ctx, kind: str) -> tuple[subprocess.Popen, int]:
         d = ctx.subdir("nginx-" + kind)
         conf = d / "nginx.conf"
         conf.write_text(f"""
-worker_processes 1;
-daemon off;
-master_process on;
-user root;
-pid {d}/nginx.pid;
-error_log {d}/error.log warn;
-events {{ worker_connections 16384; }}
-http {{
-    access_log off;
-    client_body_temp_path {d}/body;
-    proxy_temp_path {d}/proxy;
-    fastcgi_temp_path {d}/fastcgi;
-    uwsgi_temp_path {d}/uwsgi;
-    scgi_temp_path {d}/scgi;
-    keepalive_timeout 0;
+{nginx_main_conf(d, 16384)}http {{
+{nginx_http_temp_paths(d)}    keepalive_timeout 0;
     server {{
         listen {LOOP}:{port} backlog=4096{pp};
         location / {{ return 200 "ok\\n"; }}
@@ -146,14 +134,7 @@ backend be
         conf = d / "nginx.conf"
         conf.write_text(f"""
 load_module {mod};
-worker_processes 1;
-daemon off;
-master_process on;
-user root;
-pid {d}/nginx.pid;
-error_log {d}/error.log warn;
-events {{ worker_connections 20000; }}
-stream {{
+{nginx_main_conf(d, 20000)}stream {{
     server {{
         listen {LOOP}:{a} backlog=4096;
         proxy_pass {LOOP}:{upstream_port};

@@ -297,3 +297,27 @@ class Sampler:
             except Exception:  # sampling must never kill a run
                 pass
             self._stop.wait(self.period)
+
+
+def nginx_main_conf(d: Path, worker_connections: int) -> str:
+    """The top of every nginx.conf the bench writes: one worker in the foreground, its pid
+    and error log in d."""
+    return f"""worker_processes 1;
+daemon off;
+master_process on;
+user root;
+pid {d}/nginx.pid;
+error_log {d}/error.log warn;
+events {{ worker_connections {worker_connections}; }}
+"""
+
+
+def nginx_http_temp_paths(d: Path) -> str:
+    """An http block's temporary directories, all in d (the defaults need root-owned dirs)."""
+    return f"""    access_log off;
+    client_body_temp_path {d}/body;
+    proxy_temp_path {d}/proxy;
+    fastcgi_temp_path {d}/fastcgi;
+    uwsgi_temp_path {d}/uwsgi;
+    scgi_temp_path {d}/scgi;
+"""
