@@ -32,6 +32,19 @@ struct Outcome {
     }
 };
 
+// Which peer a failure cut the stream at, as a close reason: a failure at the
+// source of the ToUpstream direction is the client's, and so on.
+inline CloseReason reset_of(Side side, bool at_source) {
+    bool client = (side == Side::ToUpstream) == at_source;
+    return client ? CloseReason::ClientReset : CloseReason::UpstreamReset;
+}
+inline Outcome source_failed(Side side, const char* action, int error) {
+    return Outcome::failed(reset_of(side, true), action, source_name(side), error);
+}
+inline Outcome destination_failed(Side side, const char* action, int error) {
+    return Outcome::failed(reset_of(side, false), action, destination_name(side), error);
+}
+
 class Directions {
 public:
     explicit Directions(ShardContext& shard) : shard_(shard) {}
