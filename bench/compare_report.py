@@ -12,6 +12,7 @@ import statistics
 from compare_baseline import BASE_PEER
 from compare_example_gateway import GATEWAY_PEER, gateway_table
 from compare_floors import floor_tables
+from compare_targets import targets_table
 from compare_peers import URING_VARIANTS
 
 # (row label, workload, metric key, unit, higher_is_better)
@@ -166,6 +167,7 @@ def markdown(meta: dict, summary: dict, results: dict, peers: list[str], workloa
         L += baseline_table(meta, med, results, rows)
     L += floor_tables(med, peers, workloads, fmt)
     L += gateway_table(med, results, peers, workloads, fmt, paired_ratios)
+    L += targets_table(med, peers, workloads, fmt)
     for mine in [p for p in peers if p == "uring-fwd" or p in URING_VARIANTS]:
         others = [p for p in peers if p != mine]
         L.append(f"## Ratio {mine} ÷ peer (same run)")
