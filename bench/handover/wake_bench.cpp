@@ -22,6 +22,8 @@
 //
 // Build: meson setup build-micro -Dbench=true -Dtests=false && ninja -C build-micro
 // Run:   build-micro/bench/wake_bench [rounds] [wakes-per-round]
+#include "bench_util.hpp"
+
 #include <liburing.h>
 
 #include <algorithm>
@@ -42,30 +44,14 @@
 
 namespace {
 
+using namespace handover_bench_util;
+
 enum class Mode { EventFd, MsgRing };
 const char* name(Mode mode) {
     return mode == Mode::EventFd ? "eventfd" : "msg_ring";
 }
 
 constexpr uint64_t kWakeTag = 1;
-
-uint64_t now_ns(clockid_t clock = CLOCK_MONOTONIC) {
-    timespec ts{};
-    clock_gettime(clock, &ts);
-    return uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
-}
-
-void pin(int cpu) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-}
-
-[[noreturn]] void die(const char* what, int error) {
-    std::fprintf(stderr, "%s: %s\n", what, std::strerror(error));
-    std::exit(1);
-}
 
 struct Shared {
     std::atomic<uint64_t> sent_at{0}; // written by the waker before each wake-up
@@ -165,15 +151,6 @@ RoundResult round(Mode mode, int wakes, int waker_cpu, int waiter_cpu) {
         io_uring_queue_exit(&sender);
     ::close(event_fd);
     return result;
-}
-
-double median(std::vector<double> values) {
-    std::sort(values.begin(), values.end());
-    return values.empty() ? 0 : values[values.size() / 2];
-}
-double percentile(std::vector<uint64_t> values, double p) {
-    std::sort(values.begin(), values.end());
-    return values.empty() ? 0 : double(values[std::size_t(p * double(values.size() - 1))]);
 }
 
 } // namespace
