@@ -211,12 +211,6 @@ void Ring::recv(int fd, void* buf, std::size_t len, int msg_flags, uint64_t user
     apply_link(sqe, link);
 }
 
-void Ring::read(int fd, void* buf, unsigned len, uint64_t user_data) {
-    io_uring_sqe* sqe = next_sqe();
-    io_uring_prep_read(sqe, fd, buf, len, 0);
-    io_uring_sqe_set_data64(sqe, user_data);
-}
-
 void Ring::accept_multishot(int listen_fd, uint64_t user_data) {
     io_uring_sqe* sqe = next_sqe();
     io_uring_prep_multishot_accept(sqe, listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);

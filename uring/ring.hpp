@@ -111,12 +111,6 @@ public:
     void recv(int fd, void* buf, std::size_t len, int msg_flags, uint64_t user_data,
               Link link = Link::None);
 
-    // read(2) of up to len bytes into buf, which must stay valid until the completion;
-    // for files that are not sockets (an eventfd). A non-blocking file with nothing to
-    // read arms io_uring's internal poll and is read when it becomes readable, so a
-    // wake-up and its read come back as one completion.
-    void read(int fd, void* buf, unsigned len, uint64_t user_data);
-
     // Multishot accept; new sockets come back non-blocking and close-on-exec.
     void accept_multishot(int listen_fd, uint64_t user_data);
 

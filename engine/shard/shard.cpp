@@ -5,6 +5,7 @@
 
 #include "net/sockets.hpp"
 
+#include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -55,7 +56,7 @@ void Shard::run(std::promise<void>& ready) {
 void Shard::serve() {
     for (auto& listener : listeners_)
         listener->start();
-    arm_wake();
+    io_->poll(in_flight_, OpTag::for_shard(Op::Wake), wake_fd_.get(), POLLIN);
     context_->now = std::chrono::steady_clock::now();
     arm_idle_sweep();
 
@@ -172,32 +173,24 @@ void Shard::arm_idle_sweep() {
 
 // ---------------------------------------------------------------- stopping
 
-// The eventfd is read through the ring, not polled there and then read(2) here: the
-// completion that wakes the shard has read (and so cleared) the counter already, one
-// system call less on every wake-up and on every hand-over's path (bench/RESULTS.md,
-// "hand-over breakdown"). Whatever is queued after that read writes the eventfd again
-// after queueing, so the read armed anew below completes for it: nothing is missed.
-void Shard::arm_wake() {
-    io_->read(in_flight_, OpTag::for_shard(Op::Wake), wake_fd_.get(), &wake_value_,
-              sizeof(wake_value_));
-}
-
 void Shard::on_wake(int result) {
     if (result < 0)
         return; // cancelled: the shard is finishing
+    uint64_t value = 0;
+    [[maybe_unused]] ssize_t n = ::read(wake_fd_.get(), &value, sizeof(value));
     take_change();
     run_calls();
     take_handoffs();
     if (stop_requested_.load(std::memory_order_acquire))
         stop_now();
     // Listen for a further request (a change, a second SIGTERM shortening the drain),
-    // unless the shard is finishing: finish_when_idle() has withdrawn the wake-up read
-    // for good, and a read armed now would never be cancelled, so the loop would never
+    // unless the shard is finishing: finish_when_idle() has withdrawn the wake-up poll
+    // for good, and a poll armed now would never be cancelled, so the loop would never
     // end. That happens when the eventfd was written again (a call(), a second stop)
-    // and the read completed before its cancel reached it: the cancel finds nothing and
+    // and the poll fired before its cancel reached it: the cancel finds nothing and
     // this completion comes after it.
     if (!final_cancels_sent_)
-        arm_wake();
+        io_->poll(in_flight_, OpTag::for_shard(Op::Wake), wake_fd_.get(), POLLIN);
 }
 
 void Shard::stop_now() {
@@ -244,7 +237,7 @@ void Shard::begin_stop() {
 void Shard::finish_when_idle() {
     if (!stopping_ || final_cancels_sent_ || connections_->active() > 0)
         return;
-    // Every connection is gone: withdraw the wake-up read and any drain deadline, and
+    // Every connection is gone: withdraw the wake-up poll and any drain deadline, and
     // the loop ends once their completions are in.
     final_cancels_sent_ = true;
     io_->cancel(in_flight_, OpTag::for_shard(Op::Wake), OpTag::for_shard(Op::ShardCancel));

@@ -134,7 +134,6 @@ private:
                 f(*listener);
     }
     void arm_idle_sweep();
-    void arm_wake();
     void on_wake(int result);
     void wake();
     // shard_reload.cpp
@@ -152,7 +151,6 @@ private:
     const EngineConfig& config_;
     Logger log_;
     uring::UniqueFd wake_fd_;
-    uint64_t wake_value_ = 0; // where the ring's read of wake_fd_ puts the counter
     ShardCounters counters_;
     // Made on the shard's thread in setup(), in this order; destroyed in reverse, so
     // the copy buffers are unregistered before their ring goes.
@@ -177,7 +175,7 @@ private:
     std::chrono::milliseconds idle_sweep_{0}; // 0: no route has an idle timeout
     bool idle_sweep_armed_ = false;
 
-    InFlight in_flight_; // the wake-up read, the drain deadline, their cancels
+    InFlight in_flight_; // the wake-up poll, the drain deadline, their cancels
     bool stopping_ = false;
     bool drain_timer_armed_ = false;
     bool final_cancels_sent_ = false;

@@ -62,11 +62,6 @@ void ShardIo::recv_with_timeout(InFlight& owner, OpTag recv, OpTag timeout, int 
     owner.ops += 2;
 }
 
-void ShardIo::read(InFlight& owner, OpTag tag, int fd, void* buf, unsigned len) {
-    ring_.read(fd, buf, len, tag.encode());
-    ++owner.ops;
-}
-
 void ShardIo::send(InFlight& owner, OpTag tag, int fd, const void* data, std::size_t len,
                    int msg_flags) {
     ring_.send(fd, data, len, msg_flags, tag.encode());

@@ -47,7 +47,6 @@ public:
                      int pipe_read, int dst, unsigned len, unsigned flags);
     void splice(InFlight& owner, OpTag tag, int fd_in, int fd_out, unsigned len, unsigned flags);
     void recv_provided(InFlight& owner, OpTag tag, int fd, uint16_t group);
-    void read(InFlight& owner, OpTag tag, int fd, void* buf, unsigned len);
     // A recv into `buf` soft-linked to a timeout, submitted together, as
     // connect_with_timeout(): a recv that outlives `limit` completes with -ECANCELED.
     void recv_with_timeout(InFlight& owner, OpTag recv, OpTag timeout, int fd, void* buf,
