@@ -1,13 +1,13 @@
-// How should another thread wake a shard that sleeps in io_uring_enter? The two ways
-// issue 11 asks to compare, measured alone (no engine around them):
+// How should another thread wake a shard that sleeps in io_uring_enter? The ways issue
+// 11 asks to compare, and one more, measured alone (no engine around them):
 //
-//   eventfd   what the shard did until then: the shard keeps a one-shot poll on an eventfd
+//   eventfd   what the shard does: the shard keeps a one-shot poll on an eventfd
 //             armed; the waker write()s the eventfd; the shard gets the poll's
 //             completion, read()s the eventfd to clear it and re-arms the poll.
-//   eventfd_read  what the shard does since the hand-over breakdown (RESULTS.md run 7):
-//             the same eventfd, but the shard keeps an IORING_OP_READ of it armed instead
-//             of a poll, so the completion that wakes it has read the counter already:
-//             no read(2) of its own.
+//   eventfd_read  the same eventfd, but the shard keeps an IORING_OP_READ of it armed
+//             instead of a poll, so the completion that wakes it has read the counter
+//             already: no read(2) of its own. Tried for the hand-over (RESULTS.md run 7)
+//             and not kept: the wake-up is slower by about what the read(2) cost.
 //   msg_ring  IORING_OP_MSG_RING (Linux 5.18): the waker submits, on a ring of its own,
 //             an SQE that posts a completion straight into the shard's ring. Nothing to
 //             clear or re-arm on the shard's side, but every waking thread needs a ring.
