@@ -15,7 +15,6 @@
 #include <sys/socket.h>
 
 #include <cerrno>
-#include <optional>
 
 namespace uringfwd {
 
@@ -24,8 +23,8 @@ namespace {
 // Checks that `fd` is an open stream socket and prepares it as the engine prepares its
 // own: non-blocking (docs/kernel.md §2.1: a splice from a blocking socket would park an
 // io-wq worker) and, for TCP, TCP_NODELAY. Done here, on the caller's thread, in as few
-// system calls as it takes (bench/RESULTS.md, "hand-over breakdown": each costs about a
-// microsecond on the benchmark VM, all of them in the hand-over's latency):
+// system calls as it takes (bench/RESULTS.md run 7: each costs 0.5-1 µs on the benchmark
+// VM, all of them in the hand-over's latency):
 // - setsockopt(IPPROTO_TCP, TCP_NODELAY) succeeds on TCP sockets only (an AF_UNIX
 //   socket answers EOPNOTSUPP, UDP ENOPROTOOPT, a non-socket ENOTSOCK, a closed fd
 //   EBADF), so for TCP it is the check and the setting at once; the shard no longer asks
@@ -33,23 +32,21 @@ namespace {
 // - ioctl(FIONBIO) sets O_NONBLOCK without reading the flags first (fs/ioctl.c,
 //   ioctl_fionbio), where fcntl takes F_GETFL and F_SETFL.
 // Only a socket that is not TCP pays getsockopt(SO_TYPE) to be told a stream.
-// Returns whether it is TCP, or nullopt when the engine cannot take it.
-std::optional<bool> prepare_socket(int fd) {
+// Returns false when the engine cannot take it.
+bool prepare_socket(int fd) {
     if (fd < 0)
-        return std::nullopt;
+        return false;
     int one = 1;
     bool tcp = ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) == 0;
     if (!tcp) {
         if (errno == EBADF || errno == ENOTSOCK)
-            return std::nullopt;
+            return false;
         int type = 0;
         socklen_t len = sizeof(type);
         if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM)
-            return std::nullopt;
+            return false;
     }
-    if (::ioctl(fd, FIONBIO, &one) != 0)
-        return std::nullopt;
-    return tcp;
+    return ::ioctl(fd, FIONBIO, &one) == 0;
 }
 
 } // namespace

@@ -21,7 +21,7 @@ constexpr std::size_t kEarlyReadMax = 16 * 1024;
 // can go at once. Read here, it becomes the connection's preamble and its send goes
 // into the ring with the submission that starts the connection; left to the data path
 // it would be received in that submission and sent in the next, one ring round trip
-// later (bench/RESULTS.md, "hand-over breakdown"). The preamble goes first and the
+// later (bench/RESULTS.md run 7). The preamble goes first and the
 // client's next bytes wait in its socket until it has, so nothing is reordered.
 //
 // FIONREAD before recv(): a recv() that finds no data but an error (the client reset)
