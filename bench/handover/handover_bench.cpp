@@ -23,6 +23,8 @@
 //        (a third argument turns on the engine's busy polling: an idle shard spins that
 //        long before it sleeps, so a hand-over finds it awake; "spin" makes the upstream's
 //        reader spin on a non-blocking recv instead of sleeping in it)
+#include "bench_util.hpp"
+
 #include <uringfwd/engine.hpp>
 
 #include <arpa/inet.h>
@@ -48,23 +50,7 @@
 
 namespace {
 
-[[noreturn]] void die(const char* what) {
-    std::fprintf(stderr, "handover_bench: %s: %s\n", what, std::strerror(errno));
-    std::exit(1);
-}
-
-uint64_t now_ns() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
-}
-
-void pin(int cpu) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-}
+using namespace handover_bench_util;
 
 // A blocking loopback listener on an ephemeral port.
 struct Listener {
@@ -157,15 +143,6 @@ uint64_t time_forward(uringfwd::Engine& engine, const Listener& front, const Lis
     return elapsed;
 }
 
-double percentile(std::vector<uint64_t> values, double p) {
-    std::sort(values.begin(), values.end());
-    return values.empty() ? 0 : double(values[std::size_t(p * double(values.size() - 1))]) / 1000;
-}
-double median(std::vector<double> values) {
-    std::sort(values.begin(), values.end());
-    return values.empty() ? 0 : values[values.size() / 2];
-}
-
 } // namespace
 
 int main(int argc, char** argv) {
@@ -203,10 +180,10 @@ int main(int argc, char** argv) {
             nanosleep(&pause, nullptr);
             forward.push_back(time_forward(*engine, front, back, spin));
         }
-        pair_median.push_back(percentile(pair, 0.5));
-        pair_p99.push_back(percentile(pair, 0.99));
-        forward_median.push_back(percentile(forward, 0.5));
-        forward_p99.push_back(percentile(forward, 0.99));
+        pair_median.push_back(percentile(pair, 0.5) / 1000);
+        pair_p99.push_back(percentile(pair, 0.99) / 1000);
+        forward_median.push_back(percentile(forward, 0.5) / 1000);
+        forward_p99.push_back(percentile(forward, 0.99) / 1000);
     }
     engine->stop(std::chrono::milliseconds(0));
     engine->wait();

@@ -1,9 +1,13 @@
-// How should another thread wake a shard that sleeps in io_uring_enter? The two ways
-// issue 11 asks to compare, measured alone (no engine around them):
+// How should another thread wake a shard that sleeps in io_uring_enter? The ways issue
+// 11 asks to compare, and one more, measured alone (no engine around them):
 //
-//   eventfd   what the shard does today: the shard keeps a one-shot poll on an eventfd
+//   eventfd   what the shard does: the shard keeps a one-shot poll on an eventfd
 //             armed; the waker write()s the eventfd; the shard gets the poll's
 //             completion, read()s the eventfd to clear it and re-arms the poll.
+//   eventfd_read  the same eventfd, but the shard keeps an IORING_OP_READ of it armed
+//             instead of a poll, so the completion that wakes it has read the counter
+//             already: no read(2) of its own. Tried for the hand-over (RESULTS.md run 7)
+//             and not kept: the wake-up is slower by about what the read(2) cost.
 //   msg_ring  IORING_OP_MSG_RING (Linux 5.18): the waker submits, on a ring of its own,
 //             an SQE that posts a completion straight into the shard's ring. Nothing to
 //             clear or re-arm on the shard's side, but every waking thread needs a ring.
@@ -22,6 +26,8 @@
 //
 // Build: meson setup build-micro -Dbench=true -Dtests=false && ninja -C build-micro
 // Run:   build-micro/bench/wake_bench [rounds] [wakes-per-round]
+#include "bench_util.hpp"
+
 #include <liburing.h>
 
 #include <algorithm>
@@ -32,6 +38,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <iterator>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -42,30 +49,23 @@
 
 namespace {
 
-enum class Mode { EventFd, MsgRing };
+using namespace handover_bench_util;
+
+enum class Mode { EventFd, EventFdRead, MsgRing };
+constexpr Mode kModes[] = {Mode::EventFd, Mode::EventFdRead, Mode::MsgRing};
 const char* name(Mode mode) {
-    return mode == Mode::EventFd ? "eventfd" : "msg_ring";
+    switch (mode) {
+    case Mode::EventFd:
+        return "eventfd";
+    case Mode::EventFdRead:
+        return "eventfd_read";
+    case Mode::MsgRing:
+        break;
+    }
+    return "msg_ring";
 }
 
 constexpr uint64_t kWakeTag = 1;
-
-uint64_t now_ns(clockid_t clock = CLOCK_MONOTONIC) {
-    timespec ts{};
-    clock_gettime(clock, &ts);
-    return uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
-}
-
-void pin(int cpu) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-}
-
-[[noreturn]] void die(const char* what, int error) {
-    std::fprintf(stderr, "%s: %s\n", what, std::strerror(error));
-    std::exit(1);
-}
 
 struct Shared {
     std::atomic<uint64_t> sent_at{0}; // written by the waker before each wake-up
@@ -88,12 +88,16 @@ void waiter(Mode mode, int wakes, int cpu, int event_fd, Shared& shared, uint64_
         IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_SUBMIT_ALL;
     if (int r = io_uring_queue_init_params(64, &ring, &params); r < 0)
         die("io_uring_queue_init_params", -r);
+    uint64_t value = 0; // where eventfd_read's read puts the counter
     auto arm = [&] {
         io_uring_sqe* sqe = io_uring_get_sqe(&ring);
-        io_uring_prep_poll_add(sqe, event_fd, POLLIN);
+        if (mode == Mode::EventFdRead)
+            io_uring_prep_read(sqe, event_fd, &value, sizeof(value), 0);
+        else
+            io_uring_prep_poll_add(sqe, event_fd, POLLIN);
         io_uring_sqe_set_data64(sqe, kWakeTag);
     };
-    if (mode == Mode::EventFd)
+    if (mode != Mode::MsgRing)
         arm();
     io_uring_submit(&ring);
     shared.target_ring_fd.store(ring.ring_fd);
@@ -107,13 +111,15 @@ void waiter(Mode mode, int wakes, int cpu, int event_fd, Shared& shared, uint64_
             die("io_uring_submit_and_wait", -r);
         if (io_uring_peek_cqe(&ring, &cqe) != 0)
             die("no completion", EIO);
+        if (mode == Mode::EventFdRead && cqe->res != sizeof(value))
+            die("read eventfd through the ring", cqe->res < 0 ? -cqe->res : EIO);
         io_uring_cqe_seen(&ring, cqe);
         if (mode == Mode::EventFd) {
-            uint64_t value = 0;
             if (::read(event_fd, &value, sizeof(value)) != sizeof(value))
                 die("read eventfd", errno);
-            arm();
         }
+        if (mode != Mode::MsgRing)
+            arm();
         shared.woke_at.store(now_ns(), std::memory_order_release);
     }
     cpu_ns = now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu_start;
@@ -141,7 +147,7 @@ RoundResult round(Mode mode, int wakes, int waker_cpu, int waiter_cpu) {
         nanosleep(&pause, nullptr);
         uint64_t before = shared.woke_at.load();
         uint64_t t0 = now_ns();
-        if (mode == Mode::EventFd) {
+        if (mode != Mode::MsgRing) {
             uint64_t one = 1;
             if (::write(event_fd, &one, sizeof(one)) != sizeof(one))
                 die("write eventfd", errno);
@@ -167,15 +173,6 @@ RoundResult round(Mode mode, int wakes, int waker_cpu, int waiter_cpu) {
     return result;
 }
 
-double median(std::vector<double> values) {
-    std::sort(values.begin(), values.end());
-    return values.empty() ? 0 : values[values.size() / 2];
-}
-double percentile(std::vector<uint64_t> values, double p) {
-    std::sort(values.begin(), values.end());
-    return values.empty() ? 0 : double(values[std::size_t(p * double(values.size() - 1))]);
-}
-
 } // namespace
 
 int main(int argc, char** argv) {
@@ -188,9 +185,9 @@ int main(int argc, char** argv) {
     struct Summary {
         std::vector<double> latency_median, latency_p99, waker_median, waiter_cpu;
     };
-    Summary summary[2];
+    Summary summary[std::size(kModes)];
     for (int r = 0; r < rounds; ++r) {
-        for (Mode mode : {Mode::EventFd, Mode::MsgRing}) {
+        for (Mode mode : kModes) {
             RoundResult result = round(mode, wakes, waker_cpu, waiter_cpu);
             Summary& s = summary[int(mode)];
             s.latency_median.push_back(percentile(result.latency_ns, 0.5) / 1000);
@@ -199,11 +196,11 @@ int main(int argc, char** argv) {
             s.waiter_cpu.push_back(double(result.waiter_cpu_ns) / wakes / 1000);
         }
     }
-    std::printf("%-9s %12s %12s %12s %14s\n", "mode", "latency µs", "p99 µs", "waker µs",
+    std::printf("%-12s %12s %12s %12s %14s\n", "mode", "latency µs", "p99 µs", "waker µs",
                 "waiter CPU µs");
-    for (Mode mode : {Mode::EventFd, Mode::MsgRing}) {
+    for (Mode mode : kModes) {
         const Summary& s = summary[int(mode)];
-        std::printf("%-9s %12.2f %12.2f %12.2f %14.2f\n", name(mode), median(s.latency_median),
+        std::printf("%-12s %12.2f %12.2f %12.2f %14.2f\n", name(mode), median(s.latency_median),
                     median(s.latency_p99), median(s.waker_median), median(s.waiter_cpu));
     }
     return 0;

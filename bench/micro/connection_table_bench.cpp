@@ -61,10 +61,11 @@ BENCHMARK(BM_ConnectionTable_Find)->Arg(1000)->Arg(100000);
 // A stale completion (the slot was reused since): find must reject it.
 void BM_ConnectionTable_FindStale(benchmark::State& state) {
     ConnectionTable table;
-    uint32_t slot = table.allocate();
-    const uint32_t old_generation = table.at(slot).generation;
-    table.release(slot);
-    slot = table.allocate();
+    Connection& first = table.allocate();
+    const uint32_t slot = first.slot;
+    const uint32_t old_generation = first.generation;
+    table.release(first);
+    (void)table.allocate(); // the same slot again, with the next generation
     for (auto _ : state) {
         Connection* c = table.find(slot, old_generation);
         benchmark::DoNotOptimize(c);

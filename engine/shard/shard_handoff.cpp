@@ -3,18 +3,40 @@
 #include "net/sockets.hpp"
 #include "shard/shard.hpp"
 
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 namespace uringfwd::engine {
 
 namespace {
 
-bool is_tcp_socket(int fd) {
-    sockaddr_storage address{};
-    socklen_t length = sizeof(address);
-    return ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0 &&
-           address.ss_family != AF_UNIX;
+// At most this much is read from a pair's client before its connection starts; the
+// rest follows through the data path, after it.
+constexpr std::size_t kEarlyReadMax = 16 * 1024;
+
+// forward_pair: the upstream is connected already, so what the client has sent by now
+// can go at once. Read here, it becomes the connection's preamble and its send goes
+// into the ring with the submission that starts the connection; left to the data path
+// it would be received in that submission and sent in the next, one ring round trip
+// later (bench/RESULTS.md run 7). The preamble goes first and the
+// client's next bytes wait in its socket until it has, so nothing is reordered.
+//
+// FIONREAD before recv(): a recv() that finds no data but an error (the client reset)
+// takes the error off the socket (sock_error() clears sk_err; net/ipv4/tcp.c,
+// tcp_recvmsg_locked), and the data path has to see that error to reset the upstream
+// too. With bytes queued, recv() returns them and leaves an error for later.
+void read_what_waits(Handoff& handoff) {
+    int queued = 0;
+    if (::ioctl(handoff.client_fd, FIONREAD, &queued) != 0 || queued <= 0)
+        return;
+    std::size_t had = handoff.preamble.size();
+    std::size_t want = std::min(static_cast<std::size_t>(queued), kEarlyReadMax);
+    handoff.preamble.resize(had + want);
+    ssize_t got = ::recv(handoff.client_fd, handoff.preamble.data() + had, want, MSG_DONTWAIT);
+    handoff.preamble.resize(had + (got > 0 ? static_cast<std::size_t>(got) : 0));
 }
 
 // The stream is cut before it began: the client (and an upstream of the
@@ -60,8 +82,11 @@ void Shard::take_handoffs() {
             reset_and_close(handoff);
             continue;
         }
-        bool tcp = is_tcp_socket(handoff.client_fd);
-        admit(*route, {handoff.client_fd, tcp, std::move(handoff.preamble), handoff.upstream_fd});
+        if (handoff.upstream_fd >= 0)
+            read_what_waits(handoff);
+        // is_tcp false: it only asks for TCP_NODELAY, which the caller's thread has set
+        // already (api/handoff.cpp prepare_socket).
+        admit(*route, {handoff.client_fd, false, std::move(handoff.preamble), handoff.upstream_fd});
     }
 }
 

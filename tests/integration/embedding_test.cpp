@@ -13,7 +13,12 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
@@ -239,6 +244,97 @@ TEST(Embedding, UpdatePoolWhileTrafficFlows) {
     ASSERT_EQ(send_text(held.get(), "still", Deadline{5s}).status, IoStatus::Ok);
     EXPECT_EQ(read_exactly(held.get(), 5), "still");
     EXPECT_FALSE(proxy.engine().update_pool("nope", pool).applied);
+}
+
+// forward_pair reads what the client sent before the hand-over at once and sends it
+// first (shard_handoff.cpp, read_what_waits): here more than it reads at once, so the
+// rest follows through the data path, and the bytes sent after the hand-over after
+// that. The engine leaves the sockets non-blocking and with TCP_NODELAY.
+TEST(Embedding, ForwardPairSendsWhatTheClientSentBeforeFirstAndInOrder) {
+    EchoServer echo;
+    ProxyUnderTest proxy{{route("web", loopback_any_port())}};
+    Gateway gateway;
+    UniqueFd client = connect_to(gateway.listener.endpoint());
+    UniqueFd accepted = gateway.accept_client();
+    UniqueFd mine = connect_to(echo.endpoint());
+    std::string early(40000, '\0');
+    for (std::size_t i = 0; i < early.size(); ++i)
+        early[i] = static_cast<char>('a' + i % 26);
+    ASSERT_EQ(send_text(client.get(), early, Deadline{5s}).status, IoStatus::Ok);
+    ASSERT_TRUE(eventually(
+        [&] {
+            int queued = 0;
+            return ::ioctl(accepted.get(), FIONREAD, &queued) == 0 &&
+                   queued == static_cast<int>(early.size());
+        },
+        Deadline{5s}));
+    // The same socket, to see how the engine left it (the engine closes its own fd).
+    UniqueFd watch{::dup(accepted.get())};
+    ASSERT_FALSE(proxy.engine().forward_pair(accepted.get(), mine.get(), "web"));
+    (void)accepted.release();
+    (void)mine.release();
+    ASSERT_EQ(send_text(client.get(), "-late", Deadline{5s}).status, IoStatus::Ok);
+    EXPECT_TRUE(read_exactly(client.get(), early.size() + 5) == early + "-late");
+    EXPECT_TRUE(eventually([&] { return proxy.stats().bytes_to_upstream == early.size() + 5; },
+                           Deadline{5s}));
+    EXPECT_NE(::fcntl(watch.get(), F_GETFL) & O_NONBLOCK, 0);
+    int nodelay = 0;
+    socklen_t len = sizeof(nodelay);
+    ASSERT_EQ(::getsockopt(watch.get(), IPPROTO_TCP, TCP_NODELAY, &nodelay, &len), 0);
+    EXPECT_EQ(nodelay, 1);
+}
+
+// A client that reset before its hand-over: the upstream is reset too, not sent a
+// FIN. Reading early must not take the client's error off its socket, where the data
+// path finds it.
+TEST(Embedding, ForwardPairOfAClientThatResetResetsTheUpstream) {
+    auto recorder = std::make_shared<Recorder>();
+    ProxyOptions options;
+    options.observer = recorder;
+    ProxyUnderTest proxy{{route("web", loopback_any_port())}, options};
+    Gateway gateway;
+    Gateway upstream_side;
+    UniqueFd client = connect_to(gateway.listener.endpoint());
+    UniqueFd accepted = gateway.accept_client();
+    abortive_close(client);
+    ASSERT_TRUE(eventually(
+        [&] {
+            pollfd p{accepted.get(), POLLIN, 0};
+            return ::poll(&p, 1, 0) == 1 && (p.revents & (POLLERR | POLLHUP)) != 0;
+        },
+        Deadline{5s}));
+    UniqueFd mine = connect_to(upstream_side.listener.endpoint());
+    UniqueFd far = upstream_side.accept_client();
+    ASSERT_FALSE(proxy.engine().forward_pair(accepted.get(), mine.get(), "web"));
+    (void)accepted.release();
+    (void)mine.release();
+    EXPECT_EQ(recv_until_eof(far.get(), Deadline{5s}).status, IoStatus::Reset);
+    EXPECT_EQ(wait_record(*recorder).reason, CloseReason::ClientReset);
+}
+
+// Only stream sockets are taken; one that is not TCP (AF_UNIX) is, without TCP_NODELAY.
+TEST(Embedding, OnlyStreamSocketsAreTaken) {
+    EchoServer echo;
+    ProxyUnderTest proxy{{route("web", echo.endpoint())}};
+    UniqueFd udp{::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)};
+    EXPECT_EQ(proxy.engine().forward(udp.get(), "web"),
+              std::make_error_code(std::errc::bad_file_descriptor));
+    int ends[2];
+    ASSERT_EQ(::pipe2(ends, O_CLOEXEC), 0);
+    UniqueFd pipe_read{ends[0]};
+    UniqueFd pipe_write{ends[1]};
+    EXPECT_EQ(proxy.engine().forward(pipe_read.get(), "web"),
+              std::make_error_code(std::errc::bad_file_descriptor));
+    EXPECT_GE(::fcntl(udp.get(), F_GETFD), 0) << "the caller's fd was closed";
+    EXPECT_GE(::fcntl(pipe_read.get(), F_GETFD), 0) << "the caller's fd was closed";
+
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends), 0);
+    UniqueFd app{ends[0]};
+    UniqueFd handed{ends[1]};
+    ASSERT_FALSE(proxy.engine().forward(handed.get(), "web"));
+    (void)handed.release();
+    ASSERT_EQ(send_text(app.get(), "unix", Deadline{5s}).status, IoStatus::Ok);
+    EXPECT_EQ(read_exactly(app.get(), 4), "unix");
 }
 
 } // namespace

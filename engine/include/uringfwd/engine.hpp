@@ -118,15 +118,17 @@ public:
     // the shard of the calling CPU (else the least busy one) connects an upstream of
     // `route` as for its own listeners and sends `already_read` to it before anything
     // else the client sends. Thread-safe, from any thread. On success the engine owns
-    // client_fd (it is made non-blocking and closed by the engine); on error the
-    // caller keeps it. Errors: std::errc::invalid_argument (no route of that name),
-    // std::errc::bad_file_descriptor (not an open socket), std::errc::operation_canceled
-    // (the engine is stopping).
+    // client_fd (it is made non-blocking, given TCP_NODELAY if it is TCP, and closed by
+    // the engine); on error the caller keeps it (perhaps already non-blocking).
+    // Errors: std::errc::invalid_argument (no route of that name),
+    // std::errc::bad_file_descriptor (not an open stream socket),
+    // std::errc::operation_canceled (the engine is stopping).
     std::error_code forward(int client_fd, std::string_view route,
                             std::span<const std::byte> already_read = {});
     // The same for a pair the application connected itself: no pool member is chosen;
     // the route's limits, idle timeout, counters and observer still apply. On success
-    // the engine owns both fds.
+    // the engine owns both fds (both made non-blocking, TCP ones given TCP_NODELAY);
+    // what the client has sent by then is read at once and sent first.
     std::error_code forward_pair(int client_fd, int upstream_fd, std::string_view route);
 
     // Counters summed over shards, and per shard. Cheap enough to poll every second.
