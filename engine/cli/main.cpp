@@ -213,6 +213,22 @@ int main(int argc, char** argv) {
         }
     }
 
+    // The upgrade socket of a fresh start is bound before the engine starts: once the
+    // engine says it listens (and systemd hears it is ready), a successor started at
+    // once finds the socket and takes over rather than starting beside us. A process
+    // that took over binds it only after the takeover (below): until then the path is
+    // the old process's, which keeps serving if this start fails.
+    std::optional<uringfwd::cli::UpgradeListener> upgrade;
+    auto listen_for_successor = [&] {
+        try {
+            upgrade.emplace(config.upgrade_socket);
+        } catch (const std::exception& e) {
+            fail(e.what());
+        }
+    };
+    if (!config.upgrade_socket.empty() && !takeover)
+        listen_for_successor();
+
     std::unique_ptr<uringfwd::Engine> engine;
     try {
         engine = uringfwd::Engine::start(config);
@@ -262,14 +278,8 @@ int main(int argc, char** argv) {
     } else {
         notify.ready(serving);
     }
-    std::optional<uringfwd::cli::UpgradeListener> upgrade;
-    if (!config.upgrade_socket.empty()) {
-        try {
-            upgrade.emplace(config.upgrade_socket);
-        } catch (const std::exception& e) {
-            fail(e.what());
-        }
-    }
+    if (!config.upgrade_socket.empty() && !upgrade)
+        listen_for_successor(); // after the takeover: the old process's socket until now
     pid_t successor = -1;
 
     // The first SIGTERM/SIGINT stops accepting and lets connections drain; a second one
