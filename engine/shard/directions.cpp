@@ -133,7 +133,8 @@ Outcome Directions::on_writable(Connection& conn, Side side, int result) {
         return destination_failed(side, "polling", result);
     Direction& dir = conn.dir(side);
     dir.state = DirState::Draining;
-    shard_.io.splice(conn.in_flight, conn.tag(Op::Drain, side), dir.pipe->read_fd(), dir.dst,
+    shard_.io.splice(conn.in_flight, conn.tag(Op::Drain, side), uring::FileRef::plain(dir.pipe->read_fd()),
+                     dir.dst,
                      static_cast<unsigned>(dir.pipe->bytes()), kSpliceFlags);
     return Outcome::running();
 }
@@ -205,7 +206,16 @@ Outcome Directions::follow(Connection& conn, Side side, Next next, int read_resu
 Outcome Directions::end_direction(Connection& conn, Side side) {
     Direction& dir = conn.dir(side);
     // Half-close: pass the FIN on; the other direction keeps flowing.
-    ::shutdown(dir.dst, SHUT_WR);
+    if (dir.dst.fixed) {
+        // A slot has no fd for shutdown(2): through the ring (IORING_OP_SHUTDOWN,
+        // which io_uring always runs on an io-wq worker: io_uring/net.c
+        // io_shutdown_prep sets REQ_F_FORCE_ASYNC). The connection is not finalized
+        // (nor the slot closed) before it completes: it counts as in flight.
+        shard_.io.shutdown(conn.in_flight, conn.tag(Op::SocketOpt, side), dir.dst, SHUT_WR);
+        ++conn.socket_ops;
+    } else {
+        ::shutdown(dir.dst.index, SHUT_WR);
+    }
     dir.state = DirState::Done;
     return Outcome::finished();
 }

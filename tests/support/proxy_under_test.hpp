@@ -22,6 +22,9 @@ struct ProxyOptions {
     std::size_t pipe_size = 0;
     // Unset: the path under test (data_path_under_test.hpp), else the engine's default.
     std::optional<DataPath> data_path;
+    // Unset: the mode under test (URING_FWD_TEST_DIRECT), else the engine's default.
+    std::optional<DirectDescriptors> direct_descriptors;
+    unsigned direct_table_size = 0; // 0: the engine's default
     unsigned copy_buffers = 0; // 0: the engine's default
     std::chrono::microseconds busy_poll{0};
     std::chrono::milliseconds bulk_park{0};
