@@ -201,6 +201,12 @@ public:
     // shutdown(2) (IORING_OP_SHUTDOWN, 5.11).
     void shutdown(FileRef fd, int how, uint64_t user_data);
 
+    // A plain fd (close-on-exec) for the socket in `slot`, next to it in the process's
+    // fd table (IORING_OP_FIXED_FD_INSTALL, 6.8: io_uring/openclose.c
+    // io_install_fixed_fd, which runs inline, never on io-wq). The result is the fd;
+    // the caller closes it.
+    void install_fd(unsigned slot, uint64_t user_data);
+
     // Closes a slot of the file table (IORING_OP_CLOSE with a file index, 5.15).
     void close_direct(unsigned slot, uint64_t user_data);
 

@@ -9,6 +9,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
+#include <unistd.h>
+
 #include <cstring>
 
 namespace uringfwd::uring {
@@ -23,6 +25,9 @@ namespace {
 // their storage with addr (level | optname << 32), addr3 (optval) and file_index
 // (optlen) in liburing 2.3's struct.
 constexpr uint32_t kSocketUringOpSetsockopt = 3;
+// IORING_OP_FIXED_FD_INSTALL (6.8) is 54 in the kernel's enum io_uring_op, after
+// IORING_OP_FUTEX_WAITV; liburing 2.3's enum ends before it.
+constexpr uint8_t kOpFixedFdInstall = 54;
 
 void set_target_slot_alloc(io_uring_sqe* sqe) {
     // IORING_FILE_INDEX_ALLOC: the kernel picks a free slot and returns it as the
@@ -84,6 +89,15 @@ void Ring::shutdown(FileRef fd, int how, uint64_t user_data) {
     io_uring_sqe_set_data64(sqe, user_data);
 }
 
+void Ring::install_fd(unsigned slot, uint64_t user_data) {
+    io_uring_sqe* sqe = next_sqe();
+    io_uring_prep_rw(kOpFixedFdInstall, sqe, static_cast<int>(slot), nullptr, 0, 0);
+    // The file must be named as a slot (io_install_fixed_fd_prep: -EBADF otherwise);
+    // install_fd_flags 0 keeps O_CLOEXEC on the new fd.
+    sqe->flags |= IOSQE_FIXED_FILE;
+    io_uring_sqe_set_data64(sqe, user_data);
+}
+
 void Ring::close_direct(unsigned slot, uint64_t user_data) {
     io_uring_sqe* sqe = next_sqe();
     io_uring_prep_close_direct(sqe, slot);
@@ -110,10 +124,17 @@ std::string Ring::probe_direct() {
     setsockopt(FileRef::direct(slot), IPPROTO_TCP, TCP_NODELAY, &kOne, sizeof(kOne), kProbeTag);
     auto [opt_rc, opt_error] =
         run_one("setsockopt through IORING_OP_URING_CMD (SOCKET_URING_OP_SETSOCKOPT, 6.7)");
+    install_fd(static_cast<unsigned>(slot), kProbeTag);
+    auto [installed, install_error] =
+        run_one("IORING_OP_FIXED_FD_INSTALL (6.8), for shutdown(2) without io-wq");
+    if (installed >= 0)
+        ::close(installed);
     close_direct(static_cast<unsigned>(slot), kProbeTag);
     auto [close_rc, close_error] = run_one("IORING_OP_CLOSE of a slot (5.15)");
     if (opt_rc < 0)
         return opt_error;
+    if (installed < 0)
+        return install_error;
     if (close_rc < 0)
         return close_error;
     return {};

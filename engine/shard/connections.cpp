@@ -233,6 +233,10 @@ void Connections::on_completion(const OpTag& t, const uring::Completion& c) {
     case Op::CloseFile:
         --conn.socket_ops;
         break;
+    case Op::HalfClose:
+        --conn.socket_ops;
+        on_half_close(conn, t.side, c.result);
+        break;
     case Op::Preamble:
         on_preamble_sent(conn, c.result);
         break;

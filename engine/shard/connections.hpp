@@ -84,6 +84,9 @@ private:
     // One slot: its close submitted, counted out of the table's gauge.
     void close_slot(Connection& conn, ConnSocket& socket, bool reset);
     void table_full(const char* what);
+    // The plain fd installed for a finished direction's destination slot: shut it for
+    // writing and close it (the slot keeps the socket).
+    void on_half_close(Connection& conn, Side side, int result);
     // inspection.cpp: the inspect phase (inspect.hpp).
     int begin_inspect(Connection& conn);
     void read_more(Connection& conn);

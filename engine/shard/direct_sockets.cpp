@@ -8,6 +8,9 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 
@@ -55,6 +58,20 @@ void Connections::on_socket(Connection& conn, int result) {
     }
     conn.close_error = result;
     close(conn, CloseReason::LocalError);
+}
+
+void Connections::on_half_close(Connection& conn, Side side, int result) {
+    if (result >= 0) {
+        ::shutdown(result, SHUT_WR);
+        ::close(result);
+        return;
+    }
+    // No fd to be had (EMFILE): through the ring then, on an io-wq worker.
+    Direction& dir = conn.dir(side);
+    if (dir.dst.fixed && conn.phase != Phase::Closing) {
+        shard_.io.shutdown(conn.in_flight, conn.tag(Op::SocketOpt, side), dir.dst, SHUT_WR);
+        ++conn.socket_ops;
+    }
 }
 
 void Connections::table_full(const char* what) {

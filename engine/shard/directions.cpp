@@ -207,11 +207,12 @@ Outcome Directions::end_direction(Connection& conn, Side side) {
     Direction& dir = conn.dir(side);
     // Half-close: pass the FIN on; the other direction keeps flowing.
     if (dir.dst.fixed) {
-        // A slot has no fd for shutdown(2): through the ring (IORING_OP_SHUTDOWN,
-        // which io_uring always runs on an io-wq worker: io_uring/net.c
-        // io_shutdown_prep sets REQ_F_FORCE_ASYNC). The connection is not finalized
-        // (nor the slot closed) before it completes: it counts as in flight.
-        shard_.io.shutdown(conn.in_flight, conn.tag(Op::SocketOpt, side), dir.dst, SHUT_WR);
+        // A slot has no fd for shutdown(2), and IORING_OP_SHUTDOWN always runs on an
+        // io-wq worker (io_uring/net.c io_shutdown_prep sets REQ_F_FORCE_ASYNC): a
+        // kernel thread per half-close. A plain fd installed for a moment (inline)
+        // costs less; Connections::on_half_close() shuts and closes it. The
+        // connection is not finalized before that: it counts as in flight.
+        shard_.io.install_fd(conn.in_flight, conn.tag(Op::HalfClose, side), dir.dst);
         ++conn.socket_ops;
     } else {
         ::shutdown(dir.dst.index, SHUT_WR);

@@ -58,6 +58,7 @@ enum class Op : uint8_t {
     Socket,    // the upstream socket created into a slot of the file table
     SocketOpt, // setsockopt (TCP_NODELAY) or shutdown through the ring: nothing to do after
     CloseFile, // a slot closed (with SO_LINGER {1, 0} first when resetting)
+    HalfClose, // a plain fd installed for a slot, to shutdown(SHUT_WR) the socket
 };
 
 inline bool is_splice(Op op) {

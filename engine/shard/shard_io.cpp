@@ -110,6 +110,11 @@ void ShardIo::shutdown(InFlight& owner, OpTag tag, uring::FileRef fd, int how) {
     ++owner.ops;
 }
 
+void ShardIo::install_fd(InFlight& owner, OpTag tag, uring::FileRef fd) {
+    ring_.install_fd(static_cast<unsigned>(fd.index), tag.encode());
+    ++owner.ops;
+}
+
 void ShardIo::close_direct(InFlight& owner, OpTag tag, uring::FileRef fd, bool reset) {
     static const linger kResetLinger{1, 0};
     if (reset) {

@@ -69,6 +69,7 @@ public:
     void setsockopt(InFlight& owner, OpTag tag, uring::FileRef fd, int level, int optname,
                     const void* value, int len);
     void shutdown(InFlight& owner, OpTag tag, uring::FileRef fd, int how);
+    void install_fd(InFlight& owner, OpTag tag, uring::FileRef fd);
     // SO_LINGER {1, 0} first when `reset` (the peer gets a reset, as
     // set_reset_on_close() does for a plain fd), hard-linked to the close so the slot
     // is freed whatever the setsockopt answered.

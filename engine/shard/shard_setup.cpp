@@ -111,6 +111,18 @@ void Shard::setup_direct_descriptors() {
     direct_ = false;
     if (config_.direct_descriptors == DirectDescriptors::Off)
         return;
+    if (config_.bulk_park.count() > 0) {
+        // A parked source is made blocking and given SO_RCVTIMEO with fcntl(2) and
+        // setsockopt(2) (directions_park.cpp): both need an fd, and io_uring has no
+        // command that changes a file's O_NONBLOCK.
+        const char* why = "bulk_park needs plain fds (it toggles O_NONBLOCK with fcntl)";
+        if (config_.direct_descriptors == DirectDescriptors::On)
+            throw std::runtime_error(fmt::format(
+                "direct_descriptors = \"on\" cannot be had with bulk_park: {}", why));
+        if (setup_.index == 0)
+            log_.info("direct descriptors off: {}", why);
+        return;
+    }
     uring::Ring& ring = io_->ring();
     unsigned slots = config_.direct_table_size;
     if (slots == 0) {
