@@ -235,8 +235,7 @@ void Ring::accept_multishot(int listen_fd, uint64_t user_data) {
     io_uring_sqe_set_data64(sqe, user_data);
 }
 
-void Ring::connect(FileRef fd, const sockaddr* addr, socklen_t len, uint64_t user_data,
-                   Link link) {
+void Ring::connect(FileRef fd, const sockaddr* addr, socklen_t len, uint64_t user_data, Link link) {
     io_uring_sqe* sqe = next_sqe();
     io_uring_prep_connect(sqe, fd.index, addr, len);
     set_file(sqe, fd);
@@ -262,8 +261,8 @@ void Ring::cancel_fd(FileRef fd, uint64_t user_data) {
     io_uring_sqe* sqe = next_sqe();
     // A slot is matched as a slot (IORING_ASYNC_CANCEL_FD_FIXED, 6.0): the cancel
     // itself has no file, so IOSQE_FIXED_FILE is not the way to say it.
-    io_uring_prep_cancel_fd(sqe, fd.index,
-                            IORING_ASYNC_CANCEL_ALL | (fd.fixed ? IORING_ASYNC_CANCEL_FD_FIXED : 0));
+    io_uring_prep_cancel_fd(
+        sqe, fd.index, IORING_ASYNC_CANCEL_ALL | (fd.fixed ? IORING_ASYNC_CANCEL_FD_FIXED : 0));
     io_uring_sqe_set_data64(sqe, user_data);
 }
 

@@ -88,8 +88,8 @@ public:
     // splice(2) from fd_in to fd_out, neither with an offset. With a link other than
     // None this is the first entry of a chain: reserve() the whole chain first, or a
     // full submission queue may split it and the link is lost (see reserve()).
-    void splice(FileRef fd_in, FileRef fd_out, unsigned len, unsigned splice_flags, uint64_t user_data,
-                Link link = Link::None);
+    void splice(FileRef fd_in, FileRef fd_out, unsigned len, unsigned splice_flags,
+                uint64_t user_data, Link link = Link::None);
 
     // One receive into a buffer the kernel picks from provided-buffer group `group`
     // when data arrives (see ProvidedBuffers): waiting holds no memory. Runs inline:

@@ -111,9 +111,9 @@ std::string Ring::probe_direct() {
         for (;;) {
             for (const Completion& c : submit_and_wait(1))
                 if (c.user_data == kProbeTag)
-                    return {c.result, c.result < 0 ? fmt::format("{}: {}", what,
-                                                                 std::strerror(-c.result))
-                                                   : std::string()};
+                    return {c.result, c.result < 0
+                                          ? fmt::format("{}: {}", what, std::strerror(-c.result))
+                                          : std::string()};
         }
     };
     socket_direct(AF_INET, SOCK_STREAM, 0, kProbeTag);

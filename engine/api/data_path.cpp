@@ -34,7 +34,8 @@ std::string_view to_string(DirectDescriptors mode) {
 }
 
 std::optional<DirectDescriptors> parse_direct_descriptors(std::string_view text) {
-    for (DirectDescriptors m : {DirectDescriptors::Auto, DirectDescriptors::On, DirectDescriptors::Off})
+    for (DirectDescriptors m :
+         {DirectDescriptors::Auto, DirectDescriptors::On, DirectDescriptors::Off})
         if (text == to_string(m))
             return m;
     return std::nullopt;

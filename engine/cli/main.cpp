@@ -33,7 +33,9 @@ using uringfwd::cli::fail;
 // reopens the access log as logrotate expects, nor SIGUSR1 (the stats line); a signal
 // of the application's own that no terminal or tool sends by accident. A function, not
 // a constant: glibc's SIGRTMIN is not a compile-time value.
-int upgrade_signal() { return SIGRTMIN + 1; }
+int upgrade_signal() {
+    return SIGRTMIN + 1;
+}
 
 // Each connection holds two sockets, each pipe two fds. Raising the soft limit to the
 // hard one is what every server does at start; going past the hard limit needs

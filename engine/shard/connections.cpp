@@ -332,8 +332,7 @@ void Connections::give_up(Connection& conn) {
     if (upstream_failure_log_.allow(LogThrottle::Clock::now()))
         shard_.log.warn("route \"{}\": upstream {}: {}; resetting client {}{}",
                         conn.route->route.name, tried_names(conn), failure_text(conn),
-                        client_name(conn),
-                        suppressed_note(upstream_failure_log_.suppressed()));
+                        client_name(conn), suppressed_note(upstream_failure_log_.suppressed()));
     close(conn, conn.last_failure);
 }
 

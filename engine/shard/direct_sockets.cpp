@@ -86,8 +86,8 @@ void Connections::table_full(const char* what) {
 
 void Connections::close_slot(Connection& conn, ConnSocket& socket, bool reset) {
     int slot = socket.release_slot();
-    shard_.io.close_direct(conn.in_flight, conn.tag(Op::CloseFile),
-                           uring::FileRef::direct(slot), reset);
+    shard_.io.close_direct(conn.in_flight, conn.tag(Op::CloseFile), uring::FileRef::direct(slot),
+                           reset);
     conn.socket_ops += reset ? 2 : 1;
     drop(shard_.io.counters().direct_slots);
 }

@@ -133,8 +133,8 @@ Outcome Directions::on_writable(Connection& conn, Side side, int result) {
         return destination_failed(side, "polling", result);
     Direction& dir = conn.dir(side);
     dir.state = DirState::Draining;
-    shard_.io.splice(conn.in_flight, conn.tag(Op::Drain, side), uring::FileRef::plain(dir.pipe->read_fd()),
-                     dir.dst,
+    shard_.io.splice(conn.in_flight, conn.tag(Op::Drain, side),
+                     uring::FileRef::plain(dir.pipe->read_fd()), dir.dst,
                      static_cast<unsigned>(dir.pipe->bytes()), kSpliceFlags);
     return Outcome::running();
 }

@@ -62,8 +62,7 @@ void Directions::park(Connection& conn, Side side) {
     // SO_RCVTIMEO on a blocking socket, then -EAGAIN (tests/integration/
     // splice_park_probe_test.cpp). SO_SNDTIMEO bounds the other direction's splices
     // into this socket, which turn blocking with it.
-    if (!set_timeouts(dir.src.index, shard_.config.bulk_park) ||
-        !set_blocking(dir.src.index, true))
+    if (!set_timeouts(dir.src.index, shard_.config.bulk_park) || !set_blocking(dir.src.index, true))
         return;
     dir.parked = true;
     ++parked_now_;

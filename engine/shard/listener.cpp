@@ -20,12 +20,12 @@ constexpr std::chrono::milliseconds kFirstAcceptBackoff{20};
 constexpr std::chrono::milliseconds kMaxAcceptBackoff{1000};
 constexpr int kListenBacklog = 4096;
 
-
 bool is_wildcard(const SocketAddress& a) {
     if (a.family() == AF_INET)
         return reinterpret_cast<const sockaddr_in*>(&a.storage)->sin_addr.s_addr == INADDR_ANY;
     if (a.family() == AF_INET6)
-        return IN6_IS_ADDR_UNSPECIFIED(&reinterpret_cast<const sockaddr_in6*>(&a.storage)->sin6_addr);
+        return IN6_IS_ADDR_UNSPECIFIED(
+            &reinterpret_cast<const sockaddr_in6*>(&a.storage)->sin6_addr);
     return false;
 }
 
@@ -107,8 +107,7 @@ int Listener::on_accept(const uring::Completion& c, std::size_t open_connections
                 err, open_connections);
         } else if (is_fd_shortage(err)) {
             pause_for_fd_shortage("accept", err, open_connections);
-        }
-        else
+        } else
             log_.warn("accept: {}", std::strerror(err));
     }
     return -1;

@@ -56,8 +56,8 @@ void Shard::run(std::promise<void>& ready) {
 void Shard::serve() {
     for (auto& listener : listeners_)
         listener->start();
-    io_->poll(in_flight_, OpTag::for_shard(Op::Wake),
-                  uring::FileRef::plain(wake_fd_.get()), POLLIN);
+    io_->poll(in_flight_, OpTag::for_shard(Op::Wake), uring::FileRef::plain(wake_fd_.get()),
+              POLLIN);
     context_->now = std::chrono::steady_clock::now();
     arm_idle_sweep();
 
@@ -192,8 +192,8 @@ void Shard::on_wake(int result) {
     // and the poll fired before its cancel reached it: the cancel finds nothing and
     // this completion comes after it.
     if (!final_cancels_sent_)
-        io_->poll(in_flight_, OpTag::for_shard(Op::Wake),
-                  uring::FileRef::plain(wake_fd_.get()), POLLIN);
+        io_->poll(in_flight_, OpTag::for_shard(Op::Wake), uring::FileRef::plain(wake_fd_.get()),
+                  POLLIN);
 }
 
 void Shard::stop_now() {

@@ -9,8 +9,14 @@ void Shard::open_connection(Listener& listener, int client_fd) {
     ShardRoute& route = *routes_[listener.route()];
     if (listener.direct()) {
         bump(counters_.direct_slots);
-        admit(route, {-1, listener.is_tcp(), {}, -1, /*inspect=*/true,
-                      group_inspectors_[listener.group()], client_fd, listener.accepted_peer(),
+        admit(route, {-1,
+                      listener.is_tcp(),
+                      {},
+                      -1,
+                      /*inspect=*/true,
+                      group_inspectors_[listener.group()],
+                      client_fd,
+                      listener.accepted_peer(),
                       listener.bound()});
         return;
     }

@@ -22,8 +22,8 @@ void ShardIo::accept_multishot(InFlight& owner, OpTag tag, int listen_fd) {
     ++owner.ops;
 }
 
-void ShardIo::connect_with_timeout(InFlight& owner, OpTag connect, OpTag timeout,
-                                   uring::FileRef fd, const SocketAddress& to, std::chrono::milliseconds limit) {
+void ShardIo::connect_with_timeout(InFlight& owner, OpTag connect, OpTag timeout, uring::FileRef fd,
+                                   const SocketAddress& to, std::chrono::milliseconds limit) {
     // Both in one submission: a link ends where a submission ends, so a connect whose
     // timeout went to the kernel in the next one would have no timeout at all.
     ring_.reserve(2);
@@ -59,8 +59,8 @@ void ShardIo::recv_provided(InFlight& owner, OpTag tag, uring::FileRef fd, uint1
     ++owner.ops;
 }
 
-void ShardIo::recv_with_timeout(InFlight& owner, OpTag recv, OpTag timeout, uring::FileRef fd, void* buf,
-                                std::size_t len, std::chrono::milliseconds limit) {
+void ShardIo::recv_with_timeout(InFlight& owner, OpTag recv, OpTag timeout, uring::FileRef fd,
+                                void* buf, std::size_t len, std::chrono::milliseconds limit) {
     ring_.reserve(2);
     ring_.recv(fd, buf, len, 0, recv.encode(), uring::Link::Soft);
     ring_.link_timeout(limit, timeout.encode());

@@ -40,12 +40,11 @@ public:
     // A connect soft-linked to a timeout, submitted together: whichever ends first
     // cancels the other, and a timed-out connect completes with -ECANCELED. `to`
     // must stay valid until the next submit_and_wait().
-    void connect_with_timeout(InFlight& owner, OpTag connect, OpTag timeout,
-                              uring::FileRef fd, const SocketAddress& to, std::chrono::milliseconds limit);
+    void connect_with_timeout(InFlight& owner, OpTag connect, OpTag timeout, uring::FileRef fd,
+                              const SocketAddress& to, std::chrono::milliseconds limit);
     // A socket->pipe splice hard-linked to a pipe->socket splice, submitted together.
-    void splice_pair(InFlight& owner, OpTag first, OpTag second, uring::FileRef src,
-                     int pipe_write, int pipe_read, uring::FileRef dst, unsigned len,
-                     unsigned flags);
+    void splice_pair(InFlight& owner, OpTag first, OpTag second, uring::FileRef src, int pipe_write,
+                     int pipe_read, uring::FileRef dst, unsigned len, unsigned flags);
     void splice(InFlight& owner, OpTag tag, uring::FileRef fd_in, uring::FileRef fd_out,
                 unsigned len, unsigned flags);
     void recv_provided(InFlight& owner, OpTag tag, uring::FileRef fd, uint16_t group);
@@ -53,7 +52,8 @@ public:
     // connect_with_timeout(): a recv that outlives `limit` completes with -ECANCELED.
     void recv_with_timeout(InFlight& owner, OpTag recv, OpTag timeout, uring::FileRef fd, void* buf,
                            std::size_t len, std::chrono::milliseconds limit);
-    void send(InFlight& owner, OpTag tag, uring::FileRef fd, const void* data, std::size_t len, int msg_flags);
+    void send(InFlight& owner, OpTag tag, uring::FileRef fd, const void* data, std::size_t len,
+              int msg_flags);
     // A timer: completes with -ETIME after `after`, or -ECANCELED.
     void timeout(InFlight& owner, OpTag tag, std::chrono::milliseconds after);
     void cancel(InFlight& owner, OpTag target, OpTag tag);
@@ -62,8 +62,7 @@ public:
     void cancel_fd(InFlight& owner, uring::FileRef fd, OpTag tag);
 
     // Registered (direct) descriptors (uring::Ring). Each counts as the others do.
-    void accept_direct(InFlight& owner, OpTag tag, int listen_fd, sockaddr* addr,
-                       socklen_t* len);
+    void accept_direct(InFlight& owner, OpTag tag, int listen_fd, sockaddr* addr, socklen_t* len);
     void socket_direct(InFlight& owner, OpTag tag, int domain);
     // `value` must outlive the submission (a constant).
     void setsockopt(InFlight& owner, OpTag tag, uring::FileRef fd, int level, int optname,

@@ -117,8 +117,8 @@ void Shard::setup_direct_descriptors() {
         // command that changes a file's O_NONBLOCK.
         const char* why = "bulk_park needs plain fds (it toggles O_NONBLOCK with fcntl)";
         if (config_.direct_descriptors == DirectDescriptors::On)
-            throw std::runtime_error(fmt::format(
-                "direct_descriptors = \"on\" cannot be had with bulk_park: {}", why));
+            throw std::runtime_error(
+                fmt::format("direct_descriptors = \"on\" cannot be had with bulk_park: {}", why));
         if (setup_.index == 0)
             log_.info("direct descriptors off: {}", why);
         return;
@@ -136,8 +136,8 @@ void Shard::setup_direct_descriptors() {
     }
     std::string missing;
     if (int rc = ring.register_file_table(slots); rc < 0)
-        missing = fmt::format("registering a file table of {} slots: {}", slots,
-                              std::strerror(-rc));
+        missing =
+            fmt::format("registering a file table of {} slots: {}", slots, std::strerror(-rc));
     else
         missing = ring.probe_direct();
     if (missing.empty()) {

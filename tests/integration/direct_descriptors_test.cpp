@@ -59,9 +59,8 @@ bool uses_direct(ProxyUnderTest& proxy) {
     GTEST_SKIP() << "this kernel lacks a piece of direct descriptors (see the engine's log)"
 
 bool slots_back_to_zero(ProxyUnderTest& proxy) {
-    return eventually(
-        [&] { return proxy.stats().active == 0 && proxy.stats().direct_slots == 0; },
-        Deadline{5s});
+    return eventually([&] { return proxy.stats().active == 0 && proxy.stats().direct_slots == 0; },
+                      Deadline{5s});
 }
 
 TEST(DirectDescriptors, OpenConnectionsHoldSlotsAndGiveThemAllBack) {

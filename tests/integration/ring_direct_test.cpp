@@ -69,8 +69,8 @@ TEST(RingDirect, AcceptedSlotCarriesSendSpliceSetsockoptHalfCloseAndClose) {
 
     sockaddr_in peer{};
     socklen_t peer_len = sizeof(peer);
-    ring.accept_direct(FileRef::plain(listener.fd()), reinterpret_cast<sockaddr*>(&peer),
-                       &peer_len, 1);
+    ring.accept_direct(FileRef::plain(listener.fd()), reinterpret_cast<sockaddr*>(&peer), &peer_len,
+                       1);
     const int slot = result_of(ring, seen, 1);
     ASSERT_GE(slot, 0);
     sockaddr_in mine{};
