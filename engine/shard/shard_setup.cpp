@@ -18,6 +18,8 @@ namespace uringfwd::engine {
 namespace {
 // The shard's one provided-buffer group (buffer groups are per ring).
 constexpr uint16_t kCopyBufferGroup = 0;
+// The default file table's size at most: 65536 connections per shard.
+constexpr rlim_t kDefaultTableCap = rlim_t{1} << 17;
 } // namespace
 
 void Shard::setup() {
@@ -129,10 +131,12 @@ void Shard::setup_direct_descriptors() {
         // One slot per fd the process may open: the kernel refuses a larger table
         // (io_uring/rsrc.c io_sqe_files_register: nr_args > rlimit(RLIMIT_NOFILE) ->
         // -EMFILE), but counts each ring's table alone, so every shard may have one
-        // this size. IORING_MAX_FIXED_FILES (1 << 20) caps it.
+        // this size. Capped at kDefaultTableCap: the kernel allocates the whole table
+        // at registration (a pointer a slot and a bitmap), and a service's hard limit is often
+        // 524288 or more, times every shard.
         rlimit lim{};
         ::getrlimit(RLIMIT_NOFILE, &lim);
-        slots = static_cast<unsigned>(std::min<rlim_t>(lim.rlim_cur, rlim_t{1} << 20));
+        slots = static_cast<unsigned>(std::min<rlim_t>(lim.rlim_cur, kDefaultTableCap));
     }
     std::string missing;
     if (int rc = ring.register_file_table(slots); rc < 0)

@@ -119,7 +119,8 @@ struct EngineConfig {
     // source keep plain fds in any mode (README, "Direct descriptors").
     DirectDescriptors direct_descriptors = DirectDescriptors::Auto;
     // Slots in each shard's file table; every connection takes two. 0: the soft
-    // RLIMIT_NOFILE at start (the most the kernel registers), at most 1 << 20.
+    // RLIMIT_NOFILE at start (the most the kernel registers), at most 131072. A size
+    // above the soft limit cannot be registered (auto then uses plain fds).
     unsigned direct_table_size = 0;
 
     // Sees every connection open and close (see observer.hpp); null: nobody, and the
