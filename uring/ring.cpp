@@ -159,6 +159,13 @@ void apply_link(io_uring_sqe* sqe, Link link) {
         sqe->flags |= IOSQE_IO_HARDLINK;
 }
 
+// IOSQE_FIXED_FILE: the operation's fd is a slot of the registered table.
+void set_file(io_uring_sqe* sqe, FileRef fd) {
+    sqe->fd = fd.index;
+    if (fd.fixed)
+        sqe->flags |= IOSQE_FIXED_FILE;
+}
+
 __kernel_timespec to_timespec(std::chrono::nanoseconds d) {
     __kernel_timespec ts{};
     ts.tv_sec = d.count() / 1'000'000'000;
@@ -167,46 +174,57 @@ __kernel_timespec to_timespec(std::chrono::nanoseconds d) {
 }
 } // namespace
 
-void Ring::poll(int fd, unsigned events, uint64_t user_data) {
+void Ring::poll(FileRef fd, unsigned events, uint64_t user_data) {
     io_uring_sqe* sqe = next_sqe();
-    io_uring_prep_poll_add(sqe, fd, events);
+    io_uring_prep_poll_add(sqe, fd.index, events);
+    set_file(sqe, fd);
     io_uring_sqe_set_data64(sqe, user_data);
 }
 
-void Ring::poll_multishot(int fd, unsigned events, uint64_t user_data) {
+void Ring::poll_multishot(FileRef fd, unsigned events, uint64_t user_data) {
     io_uring_sqe* sqe = next_sqe();
-    io_uring_prep_poll_multishot(sqe, fd, events);
+    io_uring_prep_poll_multishot(sqe, fd.index, events);
+    set_file(sqe, fd);
     io_uring_sqe_set_data64(sqe, user_data);
 }
 
-void Ring::splice(int fd_in, int fd_out, unsigned len, unsigned splice_flags, uint64_t user_data,
-                  Link link) {
+void Ring::splice(FileRef fd_in, FileRef fd_out, unsigned len, unsigned splice_flags,
+                  uint64_t user_data, Link link) {
     io_uring_sqe* sqe = next_sqe();
-    io_uring_prep_splice(sqe, fd_in, -1, fd_out, -1, len, splice_flags);
+    // fd_out is the SQE's own fd (IOSQE_FIXED_FILE); fd_in travels in splice_fd_in and
+    // is marked fixed by SPLICE_F_FD_IN_FIXED (io_uring/splice.c io_splice_get_file).
+    if (fd_in.fixed)
+        splice_flags |= SPLICE_F_FD_IN_FIXED;
+    io_uring_prep_splice(sqe, fd_in.index, -1, fd_out.index, -1, len, splice_flags);
+    set_file(sqe, fd_out);
     io_uring_sqe_set_data64(sqe, user_data);
     apply_link(sqe, link);
 }
 
-void Ring::recv_provided(int fd, uint16_t group, uint64_t user_data) {
+void Ring::recv_provided(FileRef fd, uint16_t group, uint64_t user_data) {
     io_uring_sqe* sqe = next_sqe();
     // Length 0: the picked buffer's own size.
-    io_uring_prep_recv(sqe, fd, nullptr, 0, 0);
+    io_uring_prep_recv(sqe, fd.index, nullptr, 0, 0);
+    set_file(sqe, fd);
     sqe->flags |= IOSQE_BUFFER_SELECT;
     sqe->buf_group = group;
     io_uring_sqe_set_data64(sqe, user_data);
 }
 
-void Ring::send(int fd, const void* data, std::size_t len, int msg_flags, uint64_t user_data,
+void Ring::send(FileRef fd, const void* data, std::size_t len, int msg_flags, uint64_t user_data,
                 Link link) {
     io_uring_sqe* sqe = next_sqe();
-    io_uring_prep_send(sqe, fd, data, len, msg_flags);
+    io_uring_prep_send(sqe, fd.index, data, len, msg_flags);
+    set_file(sqe, fd);
     io_uring_sqe_set_data64(sqe, user_data);
     apply_link(sqe, link);
 }
 
-void Ring::recv(int fd, void* buf, std::size_t len, int msg_flags, uint64_t user_data, Link link) {
+void Ring::recv(FileRef fd, void* buf, std::size_t len, int msg_flags, uint64_t user_data,
+                Link link) {
     io_uring_sqe* sqe = next_sqe();
-    io_uring_prep_recv(sqe, fd, buf, len, msg_flags);
+    io_uring_prep_recv(sqe, fd.index, buf, len, msg_flags);
+    set_file(sqe, fd);
     io_uring_sqe_set_data64(sqe, user_data);
     apply_link(sqe, link);
 }
@@ -217,9 +235,10 @@ void Ring::accept_multishot(int listen_fd, uint64_t user_data) {
     io_uring_sqe_set_data64(sqe, user_data);
 }
 
-void Ring::connect(int fd, const sockaddr* addr, socklen_t len, uint64_t user_data, Link link) {
+void Ring::connect(FileRef fd, const sockaddr* addr, socklen_t len, uint64_t user_data, Link link) {
     io_uring_sqe* sqe = next_sqe();
-    io_uring_prep_connect(sqe, fd, addr, len);
+    io_uring_prep_connect(sqe, fd.index, addr, len);
+    set_file(sqe, fd);
     io_uring_sqe_set_data64(sqe, user_data);
     apply_link(sqe, link);
 }
@@ -238,9 +257,12 @@ void Ring::timeout(std::chrono::nanoseconds timeout, uint64_t user_data) {
     io_uring_sqe_set_data64(sqe, user_data);
 }
 
-void Ring::cancel_fd(int fd, uint64_t user_data) {
+void Ring::cancel_fd(FileRef fd, uint64_t user_data) {
     io_uring_sqe* sqe = next_sqe();
-    io_uring_prep_cancel_fd(sqe, fd, IORING_ASYNC_CANCEL_ALL);
+    // A slot is matched as a slot (IORING_ASYNC_CANCEL_FD_FIXED, 6.0): the cancel
+    // itself has no file, so IOSQE_FIXED_FILE is not the way to say it.
+    io_uring_prep_cancel_fd(
+        sqe, fd.index, IORING_ASYNC_CANCEL_ALL | (fd.fixed ? IORING_ASYNC_CANCEL_FD_FIXED : 0));
     io_uring_sqe_set_data64(sqe, user_data);
 }
 

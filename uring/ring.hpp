@@ -4,6 +4,8 @@
 // every operation with an opaque 64-bit value and get it back in its Completion.
 #pragma once
 
+#include "uring/file_ref.hpp"
+
 #include <sys/socket.h>
 
 #include <chrono>
@@ -76,30 +78,30 @@ public:
     // One-shot poll; completes with the ready mask. The kernel always adds POLLERR,
     // POLLHUP and POLLRDHUP to `events` (io_uring/poll.c io_init_poll_iocb,
     // IO_POLL_UNMASK), so a socket that received FIN completes any poll at once.
-    void poll(int fd, unsigned events, uint64_t user_data);
+    void poll(FileRef fd, unsigned events, uint64_t user_data);
 
     // Multishot poll: a completion per wake-up that matches, each with more() set
     // until the last. Level-checked when armed, edge-triggered after
     // (docs/kernel.md §2.3).
-    void poll_multishot(int fd, unsigned events, uint64_t user_data);
+    void poll_multishot(FileRef fd, unsigned events, uint64_t user_data);
 
     // splice(2) from fd_in to fd_out, neither with an offset. With a link other than
     // None this is the first entry of a chain: reserve() the whole chain first, or a
     // full submission queue may split it and the link is lost (see reserve()).
-    void splice(int fd_in, int fd_out, unsigned len, unsigned splice_flags, uint64_t user_data,
-                Link link = Link::None);
+    void splice(FileRef fd_in, FileRef fd_out, unsigned len, unsigned splice_flags,
+                uint64_t user_data, Link link = Link::None);
 
     // One receive into a buffer the kernel picks from provided-buffer group `group`
     // when data arrives (see ProvidedBuffers): waiting holds no memory. Runs inline:
     // with no data queued, io_uring arms its internal poll instead of an io-wq worker
     // (docs/kernel.md §8). The completion's buffer() names the buffer; -ENOBUFS when
     // the group was empty, and the data is then still in the socket.
-    void recv_provided(int fd, uint16_t group, uint64_t user_data);
+    void recv_provided(FileRef fd, uint16_t group, uint64_t user_data);
 
     // send(2) of data[0, len), which must stay valid until the completion. Inline like
     // recv_provided; may complete short. With a link other than None (e.g. followed by
     // link_timeout()) this is the first entry of a chain: reserve() the whole chain first.
-    void send(int fd, const void* data, std::size_t len, int msg_flags, uint64_t user_data,
+    void send(FileRef fd, const void* data, std::size_t len, int msg_flags, uint64_t user_data,
               Link link = Link::None);
 
     // recv(2) into buf[0, len), which must stay valid until the completion. Completes
@@ -108,7 +110,7 @@ public:
     // internal poll, not an io-wq worker (docs/kernel.md §8). With a link other than
     // None (e.g. followed by link_timeout()) this is the first entry of a chain:
     // reserve() the whole chain first.
-    void recv(int fd, void* buf, std::size_t len, int msg_flags, uint64_t user_data,
+    void recv(FileRef fd, void* buf, std::size_t len, int msg_flags, uint64_t user_data,
               Link link = Link::None);
 
     // Multishot accept; new sockets come back non-blocking and close-on-exec.
@@ -118,7 +120,7 @@ public:
     // With a link other than None (e.g. followed by link_timeout()) this is the first
     // entry of a chain: reserve() the whole chain first, or a full submission queue may
     // split it and the timeout is lost (see reserve()).
-    void connect(int fd, const sockaddr* addr, socklen_t len, uint64_t user_data,
+    void connect(FileRef fd, const sockaddr* addr, socklen_t len, uint64_t user_data,
                  Link link = Link::None);
 
     // Cancels the preceding linked operation if it has not completed within timeout.
@@ -131,7 +133,82 @@ public:
 
     // Cancels every pending operation whose file is fd; completes with the number
     // cancelled or -ENOENT.
-    void cancel_fd(int fd, uint64_t user_data);
+    void cancel_fd(FileRef fd, uint64_t user_data);
+
+    // The same with plain fds.
+    void poll(int fd, unsigned events, uint64_t user_data) {
+        poll(FileRef::plain(fd), events, user_data);
+    }
+    void poll_multishot(int fd, unsigned events, uint64_t user_data) {
+        poll_multishot(FileRef::plain(fd), events, user_data);
+    }
+    void splice(int fd_in, int fd_out, unsigned len, unsigned splice_flags, uint64_t user_data,
+                Link link = Link::None) {
+        splice(FileRef::plain(fd_in), FileRef::plain(fd_out), len, splice_flags, user_data, link);
+    }
+    void recv_provided(int fd, uint16_t group, uint64_t user_data) {
+        recv_provided(FileRef::plain(fd), group, user_data);
+    }
+    void send(int fd, const void* data, std::size_t len, int msg_flags, uint64_t user_data,
+              Link link = Link::None) {
+        send(FileRef::plain(fd), data, len, msg_flags, user_data, link);
+    }
+    void recv(int fd, void* buf, std::size_t len, int msg_flags, uint64_t user_data,
+              Link link = Link::None) {
+        recv(FileRef::plain(fd), buf, len, msg_flags, user_data, link);
+    }
+    void connect(int fd, const sockaddr* addr, socklen_t len, uint64_t user_data,
+                 Link link = Link::None) {
+        connect(FileRef::plain(fd), addr, len, user_data, link);
+    }
+    void cancel_fd(int fd, uint64_t user_data) { cancel_fd(FileRef::plain(fd), user_data); }
+
+    // ---- registered (direct) descriptors; every method above takes a FileRef that
+    // may name a slot of this table.
+
+    // Registers a sparse file table of `slots` entries (io_uring_register_files_sparse,
+    // 5.19). The kernel checks each registration against RLIMIT_NOFILE on its own
+    // (io_uring/rsrc.c io_sqe_files_register: nr_args > rlimit(RLIMIT_NOFILE) ->
+    // -EMFILE), not added up over rings. Returns 0 or a negated errno.
+    int register_file_table(unsigned slots);
+    unsigned file_table_slots() const { return file_table_slots_; }
+
+    // Checks, on a registered table, every piece direct descriptors need from this
+    // kernel by using it once: a socket created into a slot the kernel picks
+    // (IORING_OP_SOCKET with IORING_FILE_INDEX_ALLOC, 5.19), a setsockopt through
+    // IORING_OP_URING_CMD (SOCKET_URING_OP_SETSOCKOPT, 6.7) and a close of the slot.
+    // Call before anything else is submitted; it waits for its own completions.
+    // Returns what is missing, or an empty string.
+    std::string probe_direct();
+
+    // One accept into a slot the kernel picks; the completion's result is the slot.
+    // addr and len must stay valid until the completion: the peer's address is
+    // written there, which a multishot accept cannot do per connection. New sockets
+    // are non-blocking (no SOCK_CLOEXEC: io_uring/net.c io_accept_prep refuses it with
+    // a fixed slot, and a slot is never inherited by exec anyway).
+    void accept_direct(FileRef listen_fd, sockaddr* addr, socklen_t* len, uint64_t user_data);
+
+    // socket(2) into a slot the kernel picks (non-blocking); result: the slot, or
+    // -ENFILE when the table is full.
+    void socket_direct(int domain, int type, int protocol, uint64_t user_data);
+
+    // setsockopt(2) through IORING_OP_URING_CMD (SOCKET_URING_OP_SETSOCKOPT, 6.7,
+    // io_uring/cmd_net.c io_uring_cmd_setsockopt). value must stay valid until the
+    // completion.
+    void setsockopt(FileRef fd, int level, int optname, const void* value, int len,
+                    uint64_t user_data, Link link = Link::None);
+
+    // shutdown(2) (IORING_OP_SHUTDOWN, 5.11).
+    void shutdown(FileRef fd, int how, uint64_t user_data);
+
+    // A plain fd (close-on-exec) for the socket in `slot`, next to it in the process's
+    // fd table (IORING_OP_FIXED_FD_INSTALL, 6.8: io_uring/openclose.c
+    // io_install_fixed_fd, which runs inline, never on io-wq). The result is the fd;
+    // the caller closes it.
+    void install_fd(unsigned slot, uint64_t user_data);
+
+    // Closes a slot of the file table (IORING_OP_CLOSE with a file index, 5.15).
+    void close_direct(unsigned slot, uint64_t user_data);
 
     // Cancels the operation tagged target.
     void cancel(uint64_t target, uint64_t user_data);
@@ -173,6 +250,7 @@ private:
     std::unique_ptr<State> state_;
     RingFeatures features_;
     RingCounters counters_;
+    unsigned file_table_slots_ = 0;
     std::vector<Completion> batch_;
 };
 

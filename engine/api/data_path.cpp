@@ -21,4 +21,24 @@ std::optional<DataPath> parse_data_path(std::string_view text) {
     return std::nullopt;
 }
 
+std::string_view to_string(DirectDescriptors mode) {
+    switch (mode) {
+    case DirectDescriptors::Auto:
+        return "auto";
+    case DirectDescriptors::On:
+        return "on";
+    case DirectDescriptors::Off:
+        return "off";
+    }
+    return "?";
+}
+
+std::optional<DirectDescriptors> parse_direct_descriptors(std::string_view text) {
+    for (DirectDescriptors m :
+         {DirectDescriptors::Auto, DirectDescriptors::On, DirectDescriptors::Off})
+        if (text == to_string(m))
+            return m;
+    return std::nullopt;
+}
+
 } // namespace uringfwd

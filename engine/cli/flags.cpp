@@ -82,6 +82,8 @@ void apply_engine_flags(const CLI::App& app, const Flags& flags, EngineConfig& c
                                       : EngineConfig::WorkerPlacement::ShardCpu;
     if (given("--iowq-max-workers"))
         config.iowq_max_workers = flags.iowq_max_workers;
+    if (given("--direct-descriptors"))
+        config.direct_descriptors = *parse_direct_descriptors(flags.direct_descriptors);
     if (given("--data-path"))
         config.data_path = *parse_data_path(flags.data_path); // checked by IsMember
     if (given("--copy-buffers"))
@@ -195,6 +197,12 @@ void add_flags(CLI::App& app, Flags& flags) {
                    "(receive + send, inline) or auto (per direction: copy small messages, "
                    "splice bulk)")
         ->check(CLI::IsMember({"splice", "copy", "auto"}))
+        ->capture_default_str();
+    app.add_option("--direct-descriptors", flags.direct_descriptors,
+                   "sockets in each shard's io_uring file table instead of the process's fd "
+                   "table: auto (where the kernel has every piece), on (refuse to start "
+                   "without) or off")
+        ->check(CLI::IsMember({"auto", "on", "off"}))
         ->capture_default_str();
     app.add_option("--copy-buffers", flags.copy_buffers,
                    "copy-path buffers of 32 KiB per shard, a power of two; a copying direction "

@@ -45,6 +45,7 @@ struct Flags {
     std::string iowq_cpus = "cpu";
     unsigned iowq_max_workers = EngineConfig{}.iowq_max_workers;
     std::string data_path = "auto";
+    std::string direct_descriptors = "auto";
     unsigned copy_buffers = EngineConfig{}.copy_buffers;
     long busy_poll_us = EngineConfig{}.busy_poll.count();
     long bulk_park_ms = EngineConfig{}.bulk_park.count();

@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -259,9 +260,23 @@ int main(int argc, char** argv) {
     // Each connection takes two fds, each pipe two; keep a few for the rest.
     long pipe_fds = static_cast<long>(config.max_pipes) * 2;
     long room = (static_cast<long>(fd_limit) - pipe_fds - 16) / 2;
-    std::fprintf(stderr, "uring-fwd %s: %s; fd limit %llu (room for about %ld connections)\n",
-                 std::string(uringfwd::version()).c_str(), engine->describe().c_str(),
-                 static_cast<unsigned long long>(fd_limit), room > 0 ? room : 0);
+    std::string description = engine->describe();
+    if (description.find(" direct-descriptors=") != std::string::npos) {
+        // Sockets live in each shard's file table (as large as the fd limit, at most
+        // 131072, unless direct_table_size says otherwise), not in the process's fd
+        // table: the limit is per shard, and only pipes and listeners take fds.
+        long slots = config.direct_table_size != 0 ? static_cast<long>(config.direct_table_size)
+                                                   : std::min(static_cast<long>(fd_limit), 131072L);
+        std::fprintf(stderr,
+                     "uring-fwd %s: %s; fd limit %llu (direct descriptors: room for about %ld "
+                     "connections per shard)\n",
+                     std::string(uringfwd::version()).c_str(), description.c_str(),
+                     static_cast<unsigned long long>(fd_limit), slots / 2);
+    } else {
+        std::fprintf(stderr, "uring-fwd %s: %s; fd limit %llu (room for about %ld connections)\n",
+                     std::string(uringfwd::version()).c_str(), description.c_str(),
+                     static_cast<unsigned long long>(fd_limit), room > 0 ? room : 0);
+    }
 
     // Every shard accepts now (Engine::start returns then). Under systemd an upgraded
     // process becomes the main one before the old one lets go.

@@ -5,12 +5,33 @@
 
 namespace uringfwd::engine {
 
+std::optional<SocketAddress> Connections::socket_peer_of(const Connection& conn) const {
+    if (conn.socket_addresses_known)
+        return conn.socket_peer;
+    return conn.client.fixed() ? std::nullopt : peer_address(conn.client.fd());
+}
+
+SocketAddress Connections::socket_local_of(const Connection& conn) const {
+    if (conn.socket_addresses_known)
+        return conn.socket_local;
+    return conn.client.fixed() ? SocketAddress{} : local_address(conn.client.fd());
+}
+
+std::string Connections::client_name(const Connection& conn) const {
+    if (conn.socket_addresses_known) {
+        if (conn.socket_peer.family() == AF_UNIX)
+            return "unix peer";
+        return to_endpoint(conn.socket_peer).to_string();
+    }
+    return conn.client.fixed() ? std::string("?") : peer_name(conn.client.fd());
+}
+
 void Connections::fill_addresses(Connection& conn) {
     if (conn.has_addresses)
         return;
-    if (std::optional<SocketAddress> peer = peer_address(conn.client.get()))
+    if (std::optional<SocketAddress> peer = socket_peer_of(conn))
         conn.client_sa = *peer;
-    conn.local_sa = local_address(conn.client.get());
+    conn.local_sa = socket_local_of(conn);
     conn.has_addresses = true;
 }
 

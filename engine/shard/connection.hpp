@@ -5,6 +5,7 @@
 
 #include "net/socket_address.hpp"
 #include "routing/tried_set.hpp"
+#include "shard/conn_socket.hpp"
 #include "shard/direction_state.hpp"
 #include "shard/inspect.hpp"
 #include "shard/op_tag.hpp"
@@ -33,8 +34,11 @@ struct Connection {
     bool in_use = false;
     Phase phase = Phase::Connecting;
     CloseReason close_reason = CloseReason::Clean; // set when it starts closing
-    uring::UniqueFd client;
-    uring::UniqueFd upstream;
+    ConnSocket client;
+    ConnSocket upstream;
+    // Operations on the sockets that nothing waits for (a setsockopt, a shutdown
+    // through the ring): close() need not cancel anything for them.
+    unsigned socket_ops = 0;
     Direction dirs[2];
     InFlight in_flight; // the slot is freed once nothing is
 
@@ -45,6 +49,12 @@ struct Connection {
     int preferred = -1;      // the selector's member, tried first
     bool has_chosen = false; // the selector chose an address outside the pool
     SocketAddress chosen;
+    // The connect attempt under way (connect_to), kept while its socket is created
+    // through the ring (direct descriptors): a member's address or `chosen`, both
+    // stable while the connection lives.
+    const SocketAddress* connect_target = nullptr;
+    std::string connect_name;
+    std::chrono::milliseconds connect_limit{0};
     bool member_counted = false; // counted among the member's connections (PoolState)
     TriedSet tried;
     uint64_t client_hash = 0;                        // of the client's address, for Maglev
@@ -82,6 +92,12 @@ struct Connection {
     std::size_t inspect_stage = 0;    // the inspector being asked
     std::chrono::steady_clock::time_point inspect_deadline;
     SocketAddress transport_peer; // getpeername(), for the inspectors
+    // The socket's own addresses when they came with it (an accept into a slot of the
+    // file table writes the peer's; the local one is the listener's bound address):
+    // a slot has no fd for getpeername(2)/getsockname(2).
+    bool socket_addresses_known = false;
+    SocketAddress socket_peer;
+    SocketAddress socket_local;
     // The client's addresses as a proxy in front reported them (a PROXY header), or as
     // the sockets tell when something needs them (has_addresses).
     bool has_addresses = false;

@@ -19,11 +19,6 @@ std::string suppressed_note(uint64_t suppressed) {
                            : fmt::format(" ({} similar failures not logged)", suppressed);
 }
 
-uint64_t hash_of_peer(int fd) {
-    std::optional<SocketAddress> peer = peer_address(fd);
-    return peer ? hash_client_address(peer->storage) : 0;
-}
-
 // The address the connection was forwarded to. A member's or the selector's address is
 // the one connected to, known already: no getpeername(2) per connection for observers.
 Endpoint upstream_endpoint(const Connection& conn) {
@@ -32,16 +27,25 @@ Endpoint upstream_endpoint(const Connection& conn) {
             conn.route->route.members[static_cast<std::size_t>(conn.member)].address);
     if (conn.has_chosen)
         return to_endpoint(conn.chosen);
-    return peer_endpoint(conn.upstream.get()); // a pair handed over connected (forward_pair)
+    return peer_endpoint(conn.upstream.fd()); // a pair handed over connected (forward_pair)
 }
 
 } // namespace
 
-int Connections::open(int client_fd, bool client_is_tcp, ShardRoute& r,
+int Connections::open(uring::FileRef client, bool client_is_tcp, ShardRoute& r,
                       std::vector<std::byte> preamble, int upstream_fd, bool inspect,
-                      std::shared_ptr<const Inspector> listener_inspector) {
+                      std::shared_ptr<const Inspector> listener_inspector,
+                      const SocketAddress* peer, const SocketAddress* local) {
     Connection& conn = table_.allocate();
-    conn.client.reset(client_fd);
+    if (client.fixed)
+        conn.client.set_slot(client.index);
+    else
+        conn.client.reset_plain(client.index);
+    if (peer != nullptr && local != nullptr) {
+        conn.socket_addresses_known = true;
+        conn.socket_peer = *peer;
+        conn.socket_local = *local;
+    }
     conn.route = &r;
     conn.opened_at = conn.last_active = shard_.now;
     conn.id = static_cast<uint64_t>(shard_.shard_index) << 48 | (++opened_ & 0xffffffffffffu);
@@ -52,10 +56,10 @@ int Connections::open(int client_fd, bool client_is_tcp, ShardRoute& r,
     bump(counters.accepted);
     bump(counters.active);
     if (client_is_tcp)
-        set_no_delay(client_fd);
+        no_delay(conn, conn.client);
     if (upstream_fd >= 0) { // connected by the caller: forward at once
         notify_open(conn);
-        conn.upstream.reset(upstream_fd);
+        conn.upstream.reset_plain(upstream_fd);
         conn.caller_upstream = true;
         start_forwarding(conn);
         return 0;
@@ -73,9 +77,11 @@ int Connections::choose_upstream(Connection& conn) {
     if (r.route.selector)
         fill_endpoints(conn);
     notify_open(conn);
-    if (r.hashes_client())
-        conn.client_hash = conn.has_addresses ? hash_client_address(conn.client_sa.storage)
-                                              : hash_of_peer(conn.client.get());
+    if (r.hashes_client()) {
+        std::optional<SocketAddress> peer =
+            conn.has_addresses ? std::optional(conn.client_sa) : socket_peer_of(conn);
+        conn.client_hash = peer ? hash_client_address(peer->storage) : 0;
+    }
     conn.connect_deadline = shard_.now + r.connect_deadline();
     if (r.route.selector)
         return follow_selection(conn, r.route.selector(info_of(conn)));
@@ -116,24 +122,6 @@ int Connections::follow_selection(Connection& conn, const Selection& selection) 
     return connect_next(conn);
 }
 
-void Connections::report_close(const Connection& conn) {
-    using std::chrono::duration_cast;
-    using std::chrono::microseconds;
-    ConnectionRecord record;
-    record.info = {conn.id, shard_.shard_index, conn.route->route.name, conn.client_address,
-                   conn.local_address};
-    bool connected = conn.connected_at.time_since_epoch().count() != 0;
-    record.upstream = conn.upstream_address;
-    record.bytes_to_upstream = conn.bytes[static_cast<int>(Side::ToUpstream)];
-    record.bytes_to_client = conn.bytes[static_cast<int>(Side::ToClient)];
-    if (connected)
-        record.connect_time = duration_cast<microseconds>(conn.connected_at - conn.opened_at);
-    record.duration = duration_cast<microseconds>(shard_.now - conn.opened_at);
-    record.reason = conn.close_reason;
-    record.error = -conn.close_error;
-    shard_.config.observer->on_close(record);
-}
-
 int Connections::connect_next(Connection& conn) {
     ShardRoute& r = *conn.route;
     r.refresh_health();
@@ -146,7 +134,7 @@ int Connections::connect_next(Connection& conn) {
         if (conn.tried.empty()) {
             if (upstream_failure_log_.allow(LogThrottle::Clock::now()))
                 shard_.log.warn("route \"{}\": no upstream is up; resetting client {}{}",
-                                r.route.name, peer_name(conn.client.get()),
+                                r.route.name, client_name(conn),
                                 suppressed_note(upstream_failure_log_.suppressed()));
             close(conn, CloseReason::NoUpstream);
         } else {
@@ -170,23 +158,36 @@ int Connections::connect_next(Connection& conn) {
 
 int Connections::connect_to(Connection& conn, const SocketAddress& address, const std::string& name,
                             std::chrono::milliseconds limit) {
-    conn.upstream = open_stream_socket(address);
-    if (!conn.upstream) {
+    conn.connect_target = &address;
+    conn.connect_name = name;
+    conn.connect_limit = limit;
+    if (shard_.direct) {
+        // Into a slot of the file table: the socket completes (Op::Socket) before it
+        // can be connected, see on_socket().
+        shard_.io.socket_direct(conn.in_flight, conn.tag(Op::Socket), address.family());
+        return 0;
+    }
+    conn.upstream.reset_plain(open_stream_socket(address).release());
+    if (!conn.upstream.valid()) {
         int err = errno;
         bump(shard_.io.counters().upstream_failures);
         if (upstream_failure_log_.allow(LogThrottle::Clock::now()))
             shard_.log.warn("cannot open a socket to upstream {} ({}); resetting client {}{}", name,
-                            std::strerror(err), peer_name(conn.client.get()),
+                            std::strerror(err), client_name(conn),
                             suppressed_note(upstream_failure_log_.suppressed()));
         close(conn, CloseReason::LocalError);
         return err;
     }
-    if (address.family() != AF_UNIX)
-        set_no_delay(conn.upstream.get());
-    shard_.io.connect_with_timeout(conn.in_flight, conn.tag(Op::Connect),
-                                   conn.tag(Op::ConnectTimeout), conn.upstream.get(), address,
-                                   limit);
+    start_connect(conn);
     return 0;
+}
+
+void Connections::start_connect(Connection& conn) {
+    if (conn.connect_target->family() != AF_UNIX)
+        no_delay(conn, conn.upstream);
+    shard_.io.connect_with_timeout(conn.in_flight, conn.tag(Op::Connect),
+                                   conn.tag(Op::ConnectTimeout), conn.upstream.ref(),
+                                   *conn.connect_target, conn.connect_limit);
 }
 
 void Connections::on_completion(const OpTag& t, const uring::Completion& c) {
@@ -204,6 +205,19 @@ void Connections::on_completion(const OpTag& t, const uring::Completion& c) {
         break;
     case Op::ConnectTimeout:
     case Op::Cancel:
+        break;
+    case Op::Socket:
+        on_socket(conn, c.result);
+        break;
+    case Op::SocketOpt:
+        --conn.socket_ops;
+        break;
+    case Op::CloseFile:
+        --conn.socket_ops;
+        break;
+    case Op::HalfClose:
+        --conn.socket_ops;
+        on_half_close(conn, t.side, c.result);
         break;
     case Op::Preamble:
         on_preamble_sent(conn, c.result);
@@ -242,10 +256,10 @@ void Connections::start_forwarding(Connection& conn) {
     conn.connected_at = conn.last_active = shard_.now;
     if (shard_.config.observer)
         conn.upstream_address = upstream_endpoint(conn);
-    conn.dir(Side::ToUpstream).src = conn.client.get();
-    conn.dir(Side::ToUpstream).dst = conn.upstream.get();
-    conn.dir(Side::ToClient).src = conn.upstream.get();
-    conn.dir(Side::ToClient).dst = conn.client.get();
+    conn.dir(Side::ToUpstream).src = conn.client.ref();
+    conn.dir(Side::ToUpstream).dst = conn.upstream.ref();
+    conn.dir(Side::ToClient).src = conn.upstream.ref();
+    conn.dir(Side::ToClient).dst = conn.client.ref();
     add_proxy_header(conn);
     if (!conn.preamble.empty()) {
         // What the client sent before the hand-over goes first; the client's next
@@ -265,7 +279,10 @@ void Connections::connect_failed(Connection& conn, int result) {
     conn.last_error = result;
     bool timed_out = result == -ECANCELED || result == -ETIMEDOUT;
     conn.last_failure = timed_out ? CloseReason::ConnectTimeout : CloseReason::Refused;
-    conn.upstream.reset(); // the connect has completed: the kernel holds it no more
+    // The connect has completed: the kernel holds the socket no more.
+    if (conn.upstream.fixed())
+        close_slot(conn, conn.upstream, /*reset=*/false);
+    conn.upstream.reset();
     if (conn.member < 0) { // the selector's own address: no pool, no failover
         give_up(conn);
         return;
@@ -297,8 +314,7 @@ void Connections::give_up(Connection& conn) {
     if (upstream_failure_log_.allow(LogThrottle::Clock::now()))
         shard_.log.warn("route \"{}\": upstream {}: {}; resetting client {}{}",
                         conn.route->route.name, tried_names(conn), failure_text(conn),
-                        peer_name(conn.client.get()),
-                        suppressed_note(upstream_failure_log_.suppressed()));
+                        client_name(conn), suppressed_note(upstream_failure_log_.suppressed()));
     close(conn, conn.last_failure);
 }
 
@@ -342,7 +358,10 @@ void Connections::close(Connection& conn, CloseReason reason) {
     conn.phase = Phase::Closing;
     conn.close_reason = reason;
     unsigned watches = (conn.dirs[0].watching ? 1u : 0u) + (conn.dirs[1].watching ? 1u : 0u);
-    if (!conn.in_flight.idle() && conn.in_flight.ops == watches) {
+    // Operations that complete on their own (a setsockopt, a shutdown, a slot's close)
+    // need no cancel.
+    unsigned settled = watches + conn.socket_ops;
+    if (!conn.in_flight.idle() && conn.in_flight.ops == settled) {
         // The usual clean end: only error watches are left. Cancel them by tag, which
         // io_uring finds with one hash lookup; a cancel by fd walks every bucket of
         // the ring's poll table (io_uring/poll.c io_poll_file_find), twice per
@@ -352,9 +371,9 @@ void Connections::close(Connection& conn, CloseReason reason) {
     } else if (!conn.in_flight.idle()) {
         // Cancels polls, queued splices into these sockets and a pending connect.
         // Splices already running finish on their own: every one is non-blocking.
-        for (const uring::UniqueFd* fd : {&conn.client, &conn.upstream})
-            if (fd->valid())
-                shard_.io.cancel_fd(conn.in_flight, fd->get(), conn.tag(Op::Cancel));
+        for (const ConnSocket* socket : {&conn.client, &conn.upstream})
+            if (socket->valid())
+                shard_.io.cancel_fd(conn.in_flight, socket->ref(), conn.tag(Op::Cancel));
     }
     directions_.cancel_parked(conn); // bulk_park: splices that wait for data
     settle(conn);
@@ -367,11 +386,15 @@ void Connections::settle(Connection& conn) {
 
 void Connections::finalize(Connection& conn) {
     bool reset = closes_with_reset(conn.close_reason);
+    // Slots of the file table close through the ring: the connection stays until
+    // those closes are in, then comes back here (settle()) with none left.
+    if (close_slots(conn, reset))
+        return;
     directions_.release(conn, /*verify=*/reset);
     if (reset) {
-        for (const uring::UniqueFd* fd : {&conn.client, &conn.upstream})
-            if (fd->valid())
-                set_reset_on_close(fd->get());
+        for (const ConnSocket* socket : {&conn.client, &conn.upstream})
+            if (socket->valid())
+                set_reset_on_close(socket->fd());
     }
     if (shard_.config.observer) {
         notify_open(conn); // rejected while inspecting: opened and closed at once
@@ -388,28 +411,6 @@ void Connections::finalize(Connection& conn) {
     table_.release(conn); // closes both sockets
     drop(counters.active);
     room_(r);
-}
-
-// Per route and member bytes and the two histograms: plain adds on this shard's own
-// memory, once per connection rather than per transfer.
-void Connections::count_closed(const Connection& conn, ShardCounters& counters) {
-    ShardRoute& r = *conn.route;
-    const uint64_t up = conn.bytes[static_cast<int>(Side::ToUpstream)];
-    const uint64_t down = conn.bytes[static_cast<int>(Side::ToClient)];
-    r.bytes_to_upstream += up;
-    r.bytes_to_client += down;
-    bool connected = conn.connected_at.time_since_epoch().count() != 0;
-    if (connected && conn.member >= 0) {
-        auto m = static_cast<std::size_t>(conn.member);
-        r.member_bytes_to_upstream[m] += up;
-        r.member_bytes_to_client[m] += down;
-    }
-    using std::chrono::duration_cast;
-    using std::chrono::microseconds;
-    if (connected)
-        counters.connect_time.observe(
-            duration_cast<microseconds>(conn.connected_at - conn.opened_at));
-    counters.duration.observe(duration_cast<microseconds>(shard_.now - conn.opened_at));
 }
 
 void Connections::after_batch() {

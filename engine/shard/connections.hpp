@@ -36,9 +36,12 @@ public:
     // client of a listener, which goes through the route's inspectors first (if any).
     // `listener_inspector`: the listen address's own inspector (routes sharing it), asked
     // after the route's chain.
-    int open(int client_fd, bool client_is_tcp, ShardRoute& route,
+    // `client` may be a slot of the shard's file table (direct descriptors); its
+    // addresses then come in `peer`/`local` (a slot has no fd to ask).
+    int open(uring::FileRef client, bool client_is_tcp, ShardRoute& route,
              std::vector<std::byte> preamble = {}, int upstream_fd = -1, bool inspect = false,
-             std::shared_ptr<const Inspector> listener_inspector = {});
+             std::shared_ptr<const Inspector> listener_inspector = {},
+             const SocketAddress* peer = nullptr, const SocketAddress* local = nullptr);
 
     // A completion of one of a connection's operations (slot != kShardSlot).
     void on_completion(const OpTag& tag, const uring::Completion& c);
@@ -65,6 +68,25 @@ private:
     // The same as Endpoints, for the observer and the selector.
     void fill_endpoints(Connection& conn);
     void notify_open(Connection& conn);
+    // The client socket's own addresses (the transport's, not a PROXY header's): known
+    // since the accept for a slot, asked of the kernel for a plain fd.
+    std::optional<SocketAddress> socket_peer_of(const Connection& conn) const;
+    SocketAddress socket_local_of(const Connection& conn) const;
+    std::string client_name(const Connection& conn) const; // for log lines
+    // direct_sockets.cpp: sockets in slots of the file table.
+    // The upstream socket was created (Op::Socket): connect it, or fail.
+    void on_socket(Connection& conn, int result);
+    // Sets TCP_NODELAY on a socket: a syscall for a plain fd, through the ring for a slot.
+    void no_delay(Connection& conn, const ConnSocket& socket);
+    // Submits the close of every slot the connection holds (with SO_LINGER {1, 0}
+    // first when `reset`); returns whether any was, so the caller waits for them.
+    bool close_slots(Connection& conn, bool reset);
+    // One slot: its close submitted, counted out of the table's gauge.
+    void close_slot(Connection& conn, ConnSocket& socket, bool reset);
+    void table_full(const char* what);
+    // The plain fd installed for a finished direction's destination slot: shut it for
+    // writing and close it (the slot keeps the socket).
+    void on_half_close(Connection& conn, Side side, int result);
     // inspection.cpp: the inspect phase (inspect.hpp).
     int begin_inspect(Connection& conn);
     void read_more(Connection& conn);
@@ -94,6 +116,8 @@ private:
     // One connect attempt to `address` (`name` for log lines) within `limit`.
     int connect_to(Connection& conn, const SocketAddress& address, const std::string& name,
                    std::chrono::milliseconds limit);
+    // The upstream socket is open (plain or a slot): connect it.
+    void start_connect(Connection& conn);
     void connect_failed(Connection& conn, int result);
     // Every member the connection may try has failed: log it and reset the client.
     void give_up(Connection& conn);
@@ -115,6 +139,7 @@ private:
     uint64_t opened_ = 0; // connections opened: the low bits of their ids
     LogThrottle upstream_failure_log_;
     LogThrottle inspect_reject_log_;
+    LogThrottle table_full_log_;
 };
 
 } // namespace uringfwd::engine

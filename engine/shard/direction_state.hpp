@@ -5,6 +5,7 @@
 
 #include "pipes/pipe.hpp"
 #include "shard/direction_logic.hpp"
+#include "uring/file_ref.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -30,8 +31,8 @@ struct CopyChunk {
 };
 
 struct Direction {
-    int src = -1;
-    int dst = -1;
+    uring::FileRef src;
+    uring::FileRef dst;
     DirState state = DirState::Idle;
     std::optional<pipes::Pipe> pipe; // leased only while bytes may move
     int pair_in = 0;                 // results of the pair in flight

@@ -133,7 +133,8 @@ Outcome Directions::on_writable(Connection& conn, Side side, int result) {
         return destination_failed(side, "polling", result);
     Direction& dir = conn.dir(side);
     dir.state = DirState::Draining;
-    shard_.io.splice(conn.in_flight, conn.tag(Op::Drain, side), dir.pipe->read_fd(), dir.dst,
+    shard_.io.splice(conn.in_flight, conn.tag(Op::Drain, side),
+                     uring::FileRef::plain(dir.pipe->read_fd()), dir.dst,
                      static_cast<unsigned>(dir.pipe->bytes()), kSpliceFlags);
     return Outcome::running();
 }
@@ -205,7 +206,17 @@ Outcome Directions::follow(Connection& conn, Side side, Next next, int read_resu
 Outcome Directions::end_direction(Connection& conn, Side side) {
     Direction& dir = conn.dir(side);
     // Half-close: pass the FIN on; the other direction keeps flowing.
-    ::shutdown(dir.dst, SHUT_WR);
+    if (dir.dst.fixed) {
+        // A slot has no fd for shutdown(2), and IORING_OP_SHUTDOWN always runs on an
+        // io-wq worker (io_uring/net.c io_shutdown_prep sets REQ_F_FORCE_ASYNC): a
+        // kernel thread per half-close. A plain fd installed for a moment (inline)
+        // costs less; Connections::on_half_close() shuts and closes it. The
+        // connection is not finalized before that: it counts as in flight.
+        shard_.io.install_fd(conn.in_flight, conn.tag(Op::HalfClose, side), dir.dst);
+        ++conn.socket_ops;
+    } else {
+        ::shutdown(dir.dst.index, SHUT_WR);
+    }
     dir.state = DirState::Done;
     return Outcome::finished();
 }

@@ -55,13 +55,14 @@ unsigned Directions::park_limit() const {
 void Directions::park(Connection& conn, Side side) {
     Direction& dir = conn.dir(side);
     if (dir.parked || shard_.config.bulk_park.count() <= 0 || parked_now_ >= park_limit() ||
-        !is_tcp(dir.src))
-        return;
+        dir.src.fixed || !is_tcp(dir.src.index))
+        return; // a slot of the file table has no fd for fcntl(2) and SO_RCVTIMEO
+
     // net/ipv4/tcp.c tcp_splice_read waits sock_rcvtimeo(sk, file's O_NONBLOCK): up to
     // SO_RCVTIMEO on a blocking socket, then -EAGAIN (tests/integration/
     // splice_park_probe_test.cpp). SO_SNDTIMEO bounds the other direction's splices
     // into this socket, which turn blocking with it.
-    if (!set_timeouts(dir.src, shard_.config.bulk_park) || !set_blocking(dir.src, true))
+    if (!set_timeouts(dir.src.index, shard_.config.bulk_park) || !set_blocking(dir.src.index, true))
         return;
     dir.parked = true;
     ++parked_now_;
@@ -74,7 +75,7 @@ void Directions::unpark(Connection& conn, Side side) {
     Direction& dir = conn.dir(side);
     if (!dir.parked)
         return;
-    set_blocking(dir.src, false);
+    set_blocking(dir.src.index, false);
     dir.parked = false;
     --parked_now_;
     shard_.io.set_parked(parked_now_);

@@ -39,7 +39,7 @@ std::string transport_name(const SocketAddress& peer) {
 
 int Connections::begin_inspect(Connection& conn) {
     conn.phase = Phase::Inspecting;
-    if (std::optional<SocketAddress> peer = peer_address(conn.client.get()))
+    if (std::optional<SocketAddress> peer = socket_peer_of(conn))
         conn.transport_peer = *peer;
     conn.inspect_deadline = shard_.now + conn.route->route.inspect_timeout;
     run_inspectors(conn); // with no bytes yet: an inspector may reject at once
@@ -64,7 +64,7 @@ void Connections::read_more(Connection& conn) {
         return;
     }
     shard_.io.recv_with_timeout(conn.in_flight, conn.tag(Op::InspectRecv),
-                                conn.tag(Op::InspectTimeout), conn.client.get(),
+                                conn.tag(Op::InspectTimeout), conn.client.ref(),
                                 conn.inspect_buffer.data() + conn.inspect_read,
                                 conn.inspect_buffer.size() - conn.inspect_read, left);
 }
@@ -116,7 +116,7 @@ void Connections::run_inspectors(Connection& conn) {
         conn.inspect_consumed += std::min(verdict.consumed, unseen.size());
         if (verdict.client) {
             conn.client_sa = *verdict.client;
-            conn.local_sa = verdict.local ? *verdict.local : local_address(conn.client.get());
+            conn.local_sa = verdict.local ? *verdict.local : socket_local_of(conn);
             conn.has_addresses = true;
         }
         if (!verdict.tlvs.empty())
@@ -178,7 +178,7 @@ void Connections::reject_inspected(Connection& conn, CloseReason reason, std::st
     // The observer (if any) sees who really connected: no header was accepted.
     if (!conn.has_addresses && conn.transport_peer.length > 0) {
         conn.client_sa = conn.transport_peer;
-        conn.local_sa = local_address(conn.client.get());
+        conn.local_sa = socket_local_of(conn);
         conn.has_addresses = true;
     }
     close(conn, reason);

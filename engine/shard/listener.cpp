@@ -3,6 +3,7 @@
 #include "net/sockets.hpp"
 
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -18,6 +19,15 @@ namespace {
 constexpr std::chrono::milliseconds kFirstAcceptBackoff{20};
 constexpr std::chrono::milliseconds kMaxAcceptBackoff{1000};
 constexpr int kListenBacklog = 4096;
+
+bool is_wildcard(const SocketAddress& a) {
+    if (a.family() == AF_INET)
+        return reinterpret_cast<const sockaddr_in*>(&a.storage)->sin_addr.s_addr == INADDR_ANY;
+    if (a.family() == AF_INET6)
+        return IN6_IS_ADDR_UNSPECIFIED(
+            &reinterpret_cast<const sockaddr_in6*>(&a.storage)->sin6_addr);
+    return false;
+}
 
 } // namespace
 
@@ -35,6 +45,7 @@ Listener::Listener(ShardIo& io, const Logger& log, const ListenerSetup& setup)
         fd_ = open_listener(setup.address, /*reuse_port=*/true, kListenBacklog);
     }
     bound_ = local_address(fd_.get());
+    direct_ = setup.direct && !is_wildcard(bound_);
     // Steering (docs/kernel.md §9): see set_incoming_cpu() and attach_cpu_steering().
     if (setup.set_incoming_cpu && setup.cpu >= 0) {
         if (int err = set_incoming_cpu(fd_.get(), setup.cpu); err != 0)
@@ -53,7 +64,15 @@ Listener::Listener(ShardIo& io, const Logger& log, const ListenerSetup& setup)
 }
 
 void Listener::arm() {
-    io_.accept_multishot(in_flight_, tag(Op::Accept), fd_.get());
+    if (direct_) {
+        // One accept at a time, each with the peer's address: a multishot accept has
+        // nowhere to write one per connection. The shard arms the next as soon as this
+        // one completes (keep_accepting()).
+        peer_.length = sizeof(peer_.storage);
+        io_.accept_direct(in_flight_, tag(Op::Accept), fd_.get(), peer_.get(), &peer_.length);
+    } else {
+        io_.accept_multishot(in_flight_, tag(Op::Accept), fd_.get());
+    }
     armed_ = true;
 }
 
@@ -69,12 +88,26 @@ int Listener::on_accept(const uring::Completion& c, std::size_t open_connections
         // the accept still in flight is ours to serve, or it would be refused.
         if (!stopping_ || released_)
             return c.result;
-        ::close(c.result);
+        if (direct_)
+            io_.close_direct(in_flight_, tag(Op::ListenerCloseFile),
+                             uring::FileRef::direct(c.result), /*reset=*/false);
+        else
+            ::close(c.result);
     } else if (c.result != -ECANCELED && !stopping_) {
         int err = -c.result;
-        if (is_fd_shortage(err))
+        if (direct_ && err == ENFILE) {
+            // -ENFILE from an accept into the table: no slot is free
+            // (io_uring/filetable.c io_file_bitmap_get).
+            bump(io_.counters().direct_table_full);
+            pause_for_fd_shortage(
+                fmt::format("accept: the shard's registered file table is full ({} slots, "
+                            "[engine] direct_table_size)",
+                            io_.ring().file_table_slots())
+                    .c_str(),
+                err, open_connections);
+        } else if (is_fd_shortage(err)) {
             pause_for_fd_shortage("accept", err, open_connections);
-        else
+        } else
             log_.warn("accept: {}", std::strerror(err));
     }
     return -1;

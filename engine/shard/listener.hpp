@@ -29,6 +29,9 @@ struct ListenerSetup {
     // An inherited listening socket (EngineConfig::inherited_listeners) comes the same
     // way: the listener dups it rather than binding.
     int shared_fd = -1;
+    // The shard uses direct descriptors: accept into slots of its file table, unless
+    // the listener is bound to a wildcard address (see Listener::direct()).
+    bool direct = false;
 };
 
 // Accepting (or opening a socket) fails with these when the process or system is out
@@ -44,7 +47,8 @@ public:
 
     void start() { arm(); }
 
-    // An Accept completion: returns the new client's fd, or -1. Logs failures and,
+    // An Accept completion: returns the new client's fd (a slot of the file table when
+    // direct()), or -1. Logs failures and,
     // on a shortage of fds, pauses itself (the log line names `open_connections`).
     // Call keep_accepting() after handling the client, which may itself call
     // pause_for_fd_shortage().
@@ -85,6 +89,14 @@ public:
     int fd() const { return fd_.get(); }
     SocketAddress bound() const { return bound_; }
     bool is_tcp() const { return bound_.family() != AF_UNIX; }
+    // Clients come in slots of the shard's file table (direct descriptors), one accept
+    // at a time with the peer's address written per accept; their local address is
+    // bound(). A listener on a wildcard address (0.0.0.0, ::) accepts plain fds: its
+    // clients' local address is known only to getsockname(2), which needs an fd
+    // (io_uring gains a getsockname command only after 6.18: docs/kernel.md §12).
+    bool direct() const { return direct_; }
+    // The peer of the client the last Accept completion returned (direct() only).
+    const SocketAddress& accepted_peer() const { return peer_; }
     // "incoming cpu + bpf" and the like, for the start-up line.
     const std::string& steering() const { return steering_; }
     InFlight& in_flight() { return in_flight_; }
@@ -111,6 +123,8 @@ private:
     bool stopping_ = false;
     bool released_ = false; // stopped by release(): clients still accepted are served
     std::chrono::milliseconds backoff_{0};
+    bool direct_ = false;
+    SocketAddress peer_; // written by the accept in flight (direct_)
 };
 
 } // namespace uringfwd::engine

@@ -33,10 +33,12 @@ enum class Op : uint8_t {
     DrainDeadline, // timer: stop waiting for connections to finish
     IdleSweep,     // timer: close connections idle past their route's idle timeout
     ShardCancel,
+    ShardCloseFile, // a waiting client's slot of the file table closed on stop
     // Listener operations (slot == kShardSlot, index = the listener's).
     Accept,
     AcceptPause, // timer: accepting paused for lack of file descriptors
     ListenerCancel,
+    ListenerCloseFile, // a client accepted into a slot after stop(): closed
     // Connection operations (slot = the connection's).
     InspectRecv,    // inspect phase: a read of the client's preamble
     InspectTimeout, // linked to it: what is left of the route's inspect_timeout
@@ -52,6 +54,11 @@ enum class Op : uint8_t {
     Send,       // copy path: send a received chunk
     ErrorWatch, // poll for POLLERR/POLLHUP on the source of a finished direction
     Cancel,
+    // Registered (direct) descriptors.
+    Socket,    // the upstream socket created into a slot of the file table
+    SocketOpt, // setsockopt (TCP_NODELAY) or shutdown through the ring: nothing to do after
+    CloseFile, // a slot closed (with SO_LINGER {1, 0} first when resetting)
+    HalfClose, // a plain fd installed for a slot, to shutdown(SHUT_WR) the socket
 };
 
 inline bool is_splice(Op op) {

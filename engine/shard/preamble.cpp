@@ -40,7 +40,7 @@ void Connections::add_proxy_header(Connection& conn) {
 }
 
 void Connections::send_preamble(Connection& conn) {
-    shard_.io.send(conn.in_flight, conn.tag(Op::Preamble), conn.upstream.get(),
+    shard_.io.send(conn.in_flight, conn.tag(Op::Preamble), conn.upstream.ref(),
                    conn.preamble.data() + conn.preamble_sent,
                    conn.preamble.size() - conn.preamble_sent, MSG_NOSIGNAL);
 }

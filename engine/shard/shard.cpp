@@ -56,7 +56,8 @@ void Shard::run(std::promise<void>& ready) {
 void Shard::serve() {
     for (auto& listener : listeners_)
         listener->start();
-    io_->poll(in_flight_, OpTag::for_shard(Op::Wake), wake_fd_.get(), POLLIN);
+    io_->poll(in_flight_, OpTag::for_shard(Op::Wake), uring::FileRef::plain(wake_fd_.get()),
+              POLLIN);
     context_->now = std::chrono::steady_clock::now();
     arm_idle_sweep();
 
@@ -141,6 +142,7 @@ void Shard::dispatch(const uring::Completion& c) {
         }
         break;
     case Op::ShardCancel:
+    case Op::ShardCloseFile:
         io_->completed(in_flight_, t, c);
         break;
     default:
@@ -190,7 +192,8 @@ void Shard::on_wake(int result) {
     // and the poll fired before its cancel reached it: the cancel finds nothing and
     // this completion comes after it.
     if (!final_cancels_sent_)
-        io_->poll(in_flight_, OpTag::for_shard(Op::Wake), wake_fd_.get(), POLLIN);
+        io_->poll(in_flight_, OpTag::for_shard(Op::Wake), uring::FileRef::plain(wake_fd_.get()),
+                  POLLIN);
 }
 
 void Shard::stop_now() {
@@ -220,6 +223,11 @@ void Shard::begin_stop() {
     for (auto* routes : {&routes_, &retired_routes_}) {
         for (auto& route : *routes) {
             for (const WaitingClient& client : route->waiting) {
+                if (client.slot >= 0) {
+                    io_->close_direct(in_flight_, OpTag::for_shard(Op::ShardCloseFile),
+                                      uring::FileRef::direct(client.slot), /*reset=*/true);
+                    drop(counters_.direct_slots);
+                }
                 for (int fd : {client.fd, client.upstream_fd}) {
                     if (fd >= 0) {
                         set_reset_on_close(fd);

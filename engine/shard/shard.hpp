@@ -119,6 +119,7 @@ private:
     void dispatch(const uring::Completion& c);
     void on_listener_op(const OpTag& tag, const uring::Completion& c);
     void open_connection(Listener& listener, int client_fd);
+    void setup_direct_descriptors();
     // A client of `route`: opened now, or queued while the route is at its limit.
     void admit(ShardRoute& route, WaitingClient client);
     void open(ShardRoute& route, WaitingClient client);
@@ -158,6 +159,7 @@ private:
     std::unique_ptr<pipes::PipePool> pool_;
     std::unique_ptr<uring::ProvidedBuffers> buffers_; // null: splice only
     DataPath data_path_ = DataPath::Auto;             // what the shard really does
+    bool direct_ = false; // direct descriptors in use (setup_direct_descriptors())
     std::unique_ptr<ShardContext> context_;
     // Per route of setup_.routes, same order. Connections point at theirs, so routes
     // replaced by a change are kept (retired) until their last connection has gone.

@@ -7,6 +7,19 @@ namespace uringfwd::engine {
 
 void Shard::open_connection(Listener& listener, int client_fd) {
     ShardRoute& route = *routes_[listener.route()];
+    if (listener.direct()) {
+        bump(counters_.direct_slots);
+        admit(route, {-1,
+                      listener.is_tcp(),
+                      {},
+                      -1,
+                      /*inspect=*/true,
+                      group_inspectors_[listener.group()],
+                      client_fd,
+                      listener.accepted_peer(),
+                      listener.bound()});
+        return;
+    }
     admit(route, {client_fd,
                   listener.is_tcp(),
                   {},
@@ -30,9 +43,12 @@ void Shard::admit(ShardRoute& route, WaitingClient client) {
 }
 
 void Shard::open(ShardRoute& route, WaitingClient client) {
-    int err = connections_->open(client.fd, client.is_tcp, route, std::move(client.preamble),
-                                 client.upstream_fd, client.inspect,
-                                 std::move(client.listener_inspector));
+    bool direct = client.slot >= 0;
+    int err = connections_->open(
+        direct ? uring::FileRef::direct(client.slot) : uring::FileRef::plain(client.fd),
+        client.is_tcp, route, std::move(client.preamble), client.upstream_fd, client.inspect,
+        std::move(client.listener_inspector), direct ? &client.peer : nullptr,
+        direct ? &client.local : nullptr);
     if (err == 0) {
         for (auto& each : listeners_)
             each->shortage_over();

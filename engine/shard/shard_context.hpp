@@ -20,6 +20,9 @@ struct ShardContext {
     const EngineConfig& config;
     const Logger& log;
     int shard_index = 0;
+    // Sockets go into slots of the ring's registered file table (direct descriptors):
+    // the engine asked for them and this kernel has every piece (Shard::setup_ring()).
+    bool direct = false;
     // The time of the batch of completions being handled: read once per batch.
     std::chrono::steady_clock::time_point now{};
 };

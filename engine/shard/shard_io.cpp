@@ -1,16 +1,18 @@
 #include "shard/shard_io.hpp"
 
+#include <sys/socket.h>
+
 namespace uringfwd::engine {
 
 ShardIo::ShardIo(unsigned ring_entries, ShardCounters& counters)
     : ring_(ring_entries), counters_(counters) {}
 
-void ShardIo::poll(InFlight& owner, OpTag tag, int fd, unsigned events) {
+void ShardIo::poll(InFlight& owner, OpTag tag, uring::FileRef fd, unsigned events) {
     ring_.poll(fd, events, tag.encode());
     ++owner.ops;
 }
 
-void ShardIo::poll_multishot(InFlight& owner, OpTag tag, int fd, unsigned events) {
+void ShardIo::poll_multishot(InFlight& owner, OpTag tag, uring::FileRef fd, unsigned events) {
     ring_.poll_multishot(fd, events, tag.encode());
     ++owner.ops;
 }
@@ -20,7 +22,7 @@ void ShardIo::accept_multishot(InFlight& owner, OpTag tag, int listen_fd) {
     ++owner.ops;
 }
 
-void ShardIo::connect_with_timeout(InFlight& owner, OpTag connect, OpTag timeout, int fd,
+void ShardIo::connect_with_timeout(InFlight& owner, OpTag connect, OpTag timeout, uring::FileRef fd,
                                    const SocketAddress& to, std::chrono::milliseconds limit) {
     // Both in one submission: a link ends where a submission ends, so a connect whose
     // timeout went to the kernel in the next one would have no timeout at all.
@@ -30,39 +32,42 @@ void ShardIo::connect_with_timeout(InFlight& owner, OpTag connect, OpTag timeout
     owner.ops += 2;
 }
 
-void ShardIo::splice_pair(InFlight& owner, OpTag first, OpTag second, int src, int pipe_write,
-                          int pipe_read, int dst, unsigned len, unsigned flags) {
+void ShardIo::splice_pair(InFlight& owner, OpTag first, OpTag second, uring::FileRef src,
+                          int pipe_write, int pipe_read, uring::FileRef dst, unsigned len,
+                          unsigned flags) {
     // Hard link: the second splice runs even when the first moves less than `len`,
     // which is the normal case; a soft link would cancel it (docs/kernel.md §3). Both
     // go in one submission, for the reason given in connect_with_timeout().
     ring_.reserve(2);
-    ring_.splice(src, pipe_write, len, flags, first.encode(), uring::Link::Hard);
-    ring_.splice(pipe_read, dst, len, flags, second.encode());
+    // Pipes are always plain fds.
+    ring_.splice(src, uring::FileRef::plain(pipe_write), len, flags, first.encode(),
+                 uring::Link::Hard);
+    ring_.splice(uring::FileRef::plain(pipe_read), dst, len, flags, second.encode());
     owner.ops += 2;
     splices_in_flight_ += 2;
 }
 
-void ShardIo::splice(InFlight& owner, OpTag tag, int fd_in, int fd_out, unsigned len,
-                     unsigned flags) {
+void ShardIo::splice(InFlight& owner, OpTag tag, uring::FileRef fd_in, uring::FileRef fd_out,
+                     unsigned len, unsigned flags) {
     ring_.splice(fd_in, fd_out, len, flags, tag.encode());
     ++owner.ops;
     ++splices_in_flight_;
 }
 
-void ShardIo::recv_provided(InFlight& owner, OpTag tag, int fd, uint16_t group) {
+void ShardIo::recv_provided(InFlight& owner, OpTag tag, uring::FileRef fd, uint16_t group) {
     ring_.recv_provided(fd, group, tag.encode());
     ++owner.ops;
 }
 
-void ShardIo::recv_with_timeout(InFlight& owner, OpTag recv, OpTag timeout, int fd, void* buf,
-                                std::size_t len, std::chrono::milliseconds limit) {
+void ShardIo::recv_with_timeout(InFlight& owner, OpTag recv, OpTag timeout, uring::FileRef fd,
+                                void* buf, std::size_t len, std::chrono::milliseconds limit) {
     ring_.reserve(2);
     ring_.recv(fd, buf, len, 0, recv.encode(), uring::Link::Soft);
     ring_.link_timeout(limit, timeout.encode());
     owner.ops += 2;
 }
 
-void ShardIo::send(InFlight& owner, OpTag tag, int fd, const void* data, std::size_t len,
+void ShardIo::send(InFlight& owner, OpTag tag, uring::FileRef fd, const void* data, std::size_t len,
                    int msg_flags) {
     ring_.send(fd, data, len, msg_flags, tag.encode());
     ++owner.ops;
@@ -78,8 +83,47 @@ void ShardIo::cancel(InFlight& owner, OpTag target, OpTag tag) {
     ++owner.ops;
 }
 
-void ShardIo::cancel_fd(InFlight& owner, int fd, OpTag tag) {
+void ShardIo::cancel_fd(InFlight& owner, uring::FileRef fd, OpTag tag) {
     ring_.cancel_fd(fd, tag.encode());
+    ++owner.ops;
+}
+
+void ShardIo::accept_direct(InFlight& owner, OpTag tag, int listen_fd, sockaddr* addr,
+                            socklen_t* len) {
+    ring_.accept_direct(uring::FileRef::plain(listen_fd), addr, len, tag.encode());
+    ++owner.ops;
+}
+
+void ShardIo::socket_direct(InFlight& owner, OpTag tag, int domain) {
+    ring_.socket_direct(domain, SOCK_STREAM, 0, tag.encode());
+    ++owner.ops;
+}
+
+void ShardIo::setsockopt(InFlight& owner, OpTag tag, uring::FileRef fd, int level, int optname,
+                         const void* value, int len) {
+    ring_.setsockopt(fd, level, optname, value, len, tag.encode());
+    ++owner.ops;
+}
+
+void ShardIo::shutdown(InFlight& owner, OpTag tag, uring::FileRef fd, int how) {
+    ring_.shutdown(fd, how, tag.encode());
+    ++owner.ops;
+}
+
+void ShardIo::install_fd(InFlight& owner, OpTag tag, uring::FileRef fd) {
+    ring_.install_fd(static_cast<unsigned>(fd.index), tag.encode());
+    ++owner.ops;
+}
+
+void ShardIo::close_direct(InFlight& owner, OpTag tag, uring::FileRef fd, bool reset) {
+    static const linger kResetLinger{1, 0};
+    if (reset) {
+        ring_.reserve(2); // one chain, one submission (see connect_with_timeout())
+        ring_.setsockopt(fd, SOL_SOCKET, SO_LINGER, &kResetLinger, sizeof(kResetLinger),
+                         tag.encode(), uring::Link::Hard);
+        ++owner.ops;
+    }
+    ring_.close_direct(static_cast<unsigned>(fd.index), tag.encode());
     ++owner.ops;
 }
 

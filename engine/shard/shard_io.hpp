@@ -34,30 +34,45 @@ public:
     ShardCounters& counters() { return counters_; }
 
     // Every operation names its owner's in-flight count and its tag.
-    void poll(InFlight& owner, OpTag tag, int fd, unsigned events);
-    void poll_multishot(InFlight& owner, OpTag tag, int fd, unsigned events);
+    void poll(InFlight& owner, OpTag tag, uring::FileRef fd, unsigned events);
+    void poll_multishot(InFlight& owner, OpTag tag, uring::FileRef fd, unsigned events);
     void accept_multishot(InFlight& owner, OpTag tag, int listen_fd);
     // A connect soft-linked to a timeout, submitted together: whichever ends first
     // cancels the other, and a timed-out connect completes with -ECANCELED. `to`
     // must stay valid until the next submit_and_wait().
-    void connect_with_timeout(InFlight& owner, OpTag connect, OpTag timeout, int fd,
+    void connect_with_timeout(InFlight& owner, OpTag connect, OpTag timeout, uring::FileRef fd,
                               const SocketAddress& to, std::chrono::milliseconds limit);
     // A socket->pipe splice hard-linked to a pipe->socket splice, submitted together.
-    void splice_pair(InFlight& owner, OpTag first, OpTag second, int src, int pipe_write,
-                     int pipe_read, int dst, unsigned len, unsigned flags);
-    void splice(InFlight& owner, OpTag tag, int fd_in, int fd_out, unsigned len, unsigned flags);
-    void recv_provided(InFlight& owner, OpTag tag, int fd, uint16_t group);
+    void splice_pair(InFlight& owner, OpTag first, OpTag second, uring::FileRef src, int pipe_write,
+                     int pipe_read, uring::FileRef dst, unsigned len, unsigned flags);
+    void splice(InFlight& owner, OpTag tag, uring::FileRef fd_in, uring::FileRef fd_out,
+                unsigned len, unsigned flags);
+    void recv_provided(InFlight& owner, OpTag tag, uring::FileRef fd, uint16_t group);
     // A recv into `buf` soft-linked to a timeout, submitted together, as
     // connect_with_timeout(): a recv that outlives `limit` completes with -ECANCELED.
-    void recv_with_timeout(InFlight& owner, OpTag recv, OpTag timeout, int fd, void* buf,
+    void recv_with_timeout(InFlight& owner, OpTag recv, OpTag timeout, uring::FileRef fd, void* buf,
                            std::size_t len, std::chrono::milliseconds limit);
-    void send(InFlight& owner, OpTag tag, int fd, const void* data, std::size_t len, int msg_flags);
+    void send(InFlight& owner, OpTag tag, uring::FileRef fd, const void* data, std::size_t len,
+              int msg_flags);
     // A timer: completes with -ETIME after `after`, or -ECANCELED.
     void timeout(InFlight& owner, OpTag tag, std::chrono::milliseconds after);
     void cancel(InFlight& owner, OpTag target, OpTag tag);
     // Cancels every operation on fd; a walk of the ring's whole poll table, so only for
     // operations that cannot be named by tag.
-    void cancel_fd(InFlight& owner, int fd, OpTag tag);
+    void cancel_fd(InFlight& owner, uring::FileRef fd, OpTag tag);
+
+    // Registered (direct) descriptors (uring::Ring). Each counts as the others do.
+    void accept_direct(InFlight& owner, OpTag tag, int listen_fd, sockaddr* addr, socklen_t* len);
+    void socket_direct(InFlight& owner, OpTag tag, int domain);
+    // `value` must outlive the submission (a constant).
+    void setsockopt(InFlight& owner, OpTag tag, uring::FileRef fd, int level, int optname,
+                    const void* value, int len);
+    void shutdown(InFlight& owner, OpTag tag, uring::FileRef fd, int how);
+    void install_fd(InFlight& owner, OpTag tag, uring::FileRef fd);
+    // SO_LINGER {1, 0} first when `reset` (the peer gets a reset, as
+    // set_reset_on_close() does for a plain fd), hard-linked to the close so the slot
+    // is freed whatever the setsockopt answered.
+    void close_direct(InFlight& owner, OpTag tag, uring::FileRef fd, bool reset);
 
     // Submits what is prepared and returns the completions that are ready after
     // waiting for at least one. With `busy_poll`, polls that long before sleeping,

@@ -48,8 +48,10 @@ std::string Shard::apply(ShardChange& change) {
     // (the ones made so far close with `added`).
     std::vector<std::unique_ptr<Listener>> added;
     try {
-        for (const ListenerSetup& setup : change.new_listeners)
+        for (ListenerSetup setup : change.new_listeners) {
+            setup.direct = context_->direct;
             added.push_back(std::make_unique<Listener>(*io_, log_, setup));
+        }
     } catch (const std::exception& e) {
         return e.what();
     }

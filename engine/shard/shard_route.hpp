@@ -29,6 +29,11 @@ struct WaitingClient {
     // The inspector of the listen address it came to, when routes share it (the
     // ClientHello's: sni_inspector.hpp); runs after the route's own chain.
     std::shared_ptr<const Inspector> listener_inspector = nullptr;
+    // Accepted into a slot of the file table (direct descriptors): fd is -1, and the
+    // socket's addresses came with the accept (the local one is the listener's).
+    int slot = -1;
+    SocketAddress peer{};
+    SocketAddress local{};
 };
 
 struct ShardRoute {

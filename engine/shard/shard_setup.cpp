@@ -5,9 +5,11 @@
 #include "shard/sni_inspector.hpp"
 
 #include <pthread.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -16,6 +18,8 @@ namespace uringfwd::engine {
 namespace {
 // The shard's one provided-buffer group (buffer groups are per ring).
 constexpr uint16_t kCopyBufferGroup = 0;
+// The default file table's size at most: 65536 connections per shard.
+constexpr rlim_t kDefaultTableCap = rlim_t{1} << 17;
 } // namespace
 
 void Shard::setup() {
@@ -44,7 +48,9 @@ void Shard::setup() {
         [this](const RouteTable& table, std::size_t index) {
             return shard_route_of(table, index);
         });
-    for (const ListenerSetup& ls : setup_.listeners) {
+    context_->direct = direct_;
+    for (ListenerSetup ls : setup_.listeners) {
+        ls.direct = direct_;
         listeners_.push_back(std::make_unique<Listener>(*io_, log_, ls));
         bound_.push_back(listeners_.back()->bound());
         listener_fds_.push_back(listeners_.back()->fd());
@@ -64,9 +70,11 @@ void Shard::setup() {
                                 ? fmt::format(", busy-poll {} us", config_.busy_poll.count())
                                 : std::string();
     description_ = fmt::format(
-        "cpu {}, data path {}, pipes {} bytes (at most {}){}, steering {}{}, {}", setup_.cpu,
+        "cpu {}, data path {}, pipes {} bytes (at most {}){}, steering {}{}, {}{}", setup_.cpu,
         to_string(data_path_), pool_->pipe_size(), pool_->max_pipes(), copy_buffers,
-        listeners_.front()->steering(), busy_poll, io_->ring().features().describe());
+        listeners_.front()->steering(), busy_poll, io_->ring().features().describe(),
+        direct_ ? fmt::format(" direct-descriptors={}", io_->ring().file_table_slots())
+                : std::string());
     log_pool_notices();
 }
 
@@ -95,6 +103,58 @@ void Shard::setup_ring() {
     unsigned workers = config_.iowq_max_workers != 0 ? config_.iowq_max_workers
                                                      : static_cast<unsigned>(config_.max_pipes) + 4;
     ring.set_worker_limits(0, workers);
+    setup_direct_descriptors();
+}
+
+// Direct descriptors (docs/kernel.md §12): a sparse file table registered on the ring,
+// then every operation they need tried once. `auto` falls back to plain fds with one
+// info line (from the first shard), `on` refuses to start.
+void Shard::setup_direct_descriptors() {
+    direct_ = false;
+    if (config_.direct_descriptors == DirectDescriptors::Off)
+        return;
+    if (config_.bulk_park.count() > 0) {
+        // A parked source is made blocking and given SO_RCVTIMEO with fcntl(2) and
+        // setsockopt(2) (directions_park.cpp): both need an fd, and io_uring has no
+        // command that changes a file's O_NONBLOCK.
+        const char* why = "bulk_park needs plain fds (it toggles O_NONBLOCK with fcntl)";
+        if (config_.direct_descriptors == DirectDescriptors::On)
+            throw std::runtime_error(
+                fmt::format("direct_descriptors = \"on\" cannot be had with bulk_park: {}", why));
+        if (setup_.index == 0)
+            log_.info("direct descriptors off: {}", why);
+        return;
+    }
+    uring::Ring& ring = io_->ring();
+    unsigned slots = config_.direct_table_size;
+    if (slots == 0) {
+        // One slot per fd the process may open: the kernel refuses a larger table
+        // (io_uring/rsrc.c io_sqe_files_register: nr_args > rlimit(RLIMIT_NOFILE) ->
+        // -EMFILE), but counts each ring's table alone, so every shard may have one
+        // this size. Capped at kDefaultTableCap: the kernel allocates the whole table
+        // at registration (a pointer a slot and a bitmap), and a service's hard limit is often
+        // 524288 or more, times every shard.
+        rlimit lim{};
+        ::getrlimit(RLIMIT_NOFILE, &lim);
+        slots = static_cast<unsigned>(std::min<rlim_t>(lim.rlim_cur, kDefaultTableCap));
+    }
+    std::string missing;
+    if (int rc = ring.register_file_table(slots); rc < 0)
+        missing =
+            fmt::format("registering a file table of {} slots: {}", slots, std::strerror(-rc));
+    else
+        missing = ring.probe_direct();
+    if (missing.empty()) {
+        direct_ = true;
+        return;
+    }
+    if (config_.direct_descriptors == DirectDescriptors::On)
+        throw std::runtime_error(fmt::format(
+            "direct descriptors were asked for (direct_descriptors = \"on\") but this kernel "
+            "cannot give them: {}; use \"auto\" or \"off\"",
+            missing));
+    if (setup_.index == 0)
+        log_.info("direct descriptors unavailable ({}); using plain file descriptors", missing);
 }
 
 void Shard::setup_buffers() {

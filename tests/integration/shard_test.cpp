@@ -2,6 +2,7 @@
 // the CPU its client ran on, the kernel's hash spreads them when steering is off, a
 // drain lets a transfer in flight finish while new clients are turned away, and the
 // per-shard counters add up to the engine's totals.
+#include "tests/support/data_path_under_test.hpp"
 #include "tests/support/echo_load.hpp"
 #include "tests/support/echo_server.hpp"
 #include "tests/support/exchange.hpp"
@@ -72,6 +73,8 @@ public:
         config.drain_timeout = options.drain_timeout;
         config.connect_timeout = 2000ms;
         config.log_level = LogLevel::Info;
+        if (auto direct = direct_descriptors_under_test())
+            config.direct_descriptors = *direct;
         config.log_sink = [logs = logs_](LogLevel level, std::string_view line) {
             std::lock_guard lock(logs->mu);
             logs->lines.push_back(fmt::format("[{}] {}", to_string(level), line));

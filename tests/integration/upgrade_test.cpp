@@ -174,7 +174,9 @@ TEST(Upgrade, AFailedSuccessorLeavesTheOldProcessServing) {
     // keeps its sockets.
     BinaryProcess failing{uring_fwd_binary(), {"--config", file.path(), "--shards", "1"}};
     const std::optional<ExitStatus> status = failing.wait_exit(Deadline{10s});
-    ASSERT_TRUE(status);
+    ASSERT_TRUE(status) << "still running; its stderr:\n"
+                        << failing.stderr_text() << "\nthe old process's:\n"
+                        << old_process.stderr_text();
     EXPECT_EQ(status->code, 1);
     EXPECT_NE(failing.stderr_text().find("2 inherited listening sockets for " + at.to_string() +
                                          ", but 1 shards"),

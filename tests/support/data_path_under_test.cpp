@@ -19,20 +19,38 @@ std::optional<DataPath> data_path_under_test() {
     return path;
 }
 
+std::optional<DirectDescriptors> direct_descriptors_under_test() {
+    const char* text = std::getenv("URING_FWD_TEST_DIRECT");
+    if (text == nullptr || *text == '\0')
+        return std::nullopt;
+    std::optional<DirectDescriptors> mode = parse_direct_descriptors(text);
+    if (!mode)
+        throw std::invalid_argument(std::string("URING_FWD_TEST_DIRECT: not auto, on or off: ") +
+                                    text);
+    return mode;
+}
+
 std::vector<std::string> with_data_path_under_test(const std::string& program,
                                                    std::vector<std::string> args) {
     std::optional<DataPath> path = data_path_under_test();
-    if (!path)
+    std::optional<DirectDescriptors> direct = direct_descriptors_under_test();
+    if (!path && !direct)
         return args;
     auto has = [&](const char* word) {
         return std::find(args.begin(), args.end(), word) != args.end();
     };
     bool runs_engine = program == uring_fwd_binary() || has(uring_fwd_binary().c_str());
-    if (!runs_engine || has("--data-path") || has("--version") || has("--help"))
+    if (!runs_engine || has("--version") || has("--help"))
         return args;
     // Last on the line: for a wrapper, uring-fwd's own arguments come last.
-    args.push_back("--data-path");
-    args.emplace_back(to_string(*path));
+    if (path && !has("--data-path")) {
+        args.push_back("--data-path");
+        args.emplace_back(to_string(*path));
+    }
+    if (direct && !has("--direct-descriptors")) {
+        args.push_back("--direct-descriptors");
+        args.emplace_back(to_string(*direct));
+    }
     return args;
 }
 

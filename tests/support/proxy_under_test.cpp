@@ -46,6 +46,11 @@ void ProxyUnderTest::start(EngineConfig config, const ProxyOptions& options) {
         config.data_path = *options.data_path;
     else if (auto path = data_path_under_test())
         config.data_path = *path;
+    if (options.direct_descriptors)
+        config.direct_descriptors = *options.direct_descriptors;
+    else if (auto direct = direct_descriptors_under_test())
+        config.direct_descriptors = *direct;
+    config.direct_table_size = options.direct_table_size;
     config.log_sink = [logs = logs_](LogLevel level, std::string_view line) {
         std::lock_guard lock(logs->mu);
         logs->lines.push_back(fmt::format("[{}] {}", to_string(level), line));

@@ -55,6 +55,8 @@ steering = false
 iowq_cpus = "node"
 iowq_max_workers = 8
 data_path = "copy"
+direct_descriptors = "off"
+direct_table_size = 1000
 max_pipes = 64
 pipe_size = 65536
 copy_buffers = 256
@@ -109,6 +111,8 @@ listen = ":5432"
     EXPECT_EQ(c.worker_placement, EngineConfig::WorkerPlacement::ShardNode);
     EXPECT_EQ(c.iowq_max_workers, 8u);
     EXPECT_EQ(c.data_path, DataPath::Copy);
+    EXPECT_EQ(c.direct_descriptors, DirectDescriptors::Off);
+    EXPECT_EQ(c.direct_table_size, 1000u);
     EXPECT_EQ(c.max_pipes, 64u);
     EXPECT_EQ(c.pipe_size, 65536u);
     EXPECT_EQ(c.copy_buffers, 256u);
@@ -178,6 +182,8 @@ TEST(ConfigFile, NoEngineTableKeepsEngineDefaults) {
     EXPECT_EQ(c.cpus, defaults.cpus);
     EXPECT_EQ(c.steer_by_cpu, defaults.steer_by_cpu);
     EXPECT_EQ(c.data_path, defaults.data_path);
+    EXPECT_EQ(c.direct_descriptors, DirectDescriptors::Auto);
+    EXPECT_EQ(c.direct_table_size, 0u);
     EXPECT_EQ(c.max_pipes, defaults.max_pipes);
     EXPECT_EQ(c.copy_buffers, defaults.copy_buffers);
     EXPECT_EQ(c.drain_timeout, defaults.drain_timeout);
@@ -351,6 +357,10 @@ const ErrorCase kErrorCases[] = {
      {"t.toml:2: [engine] iowq_max_workers must be 0..65536, not 70000"}},
     {"DataPathUnknown", engine("data_path = \"zerocopy\"\n"),
      {"t.toml:2: [engine] data_path must be splice, copy or auto, not \"zerocopy\""}},
+    {"DirectDescriptorsUnknown", engine("direct_descriptors = \"yes\"\n"),
+     {"t.toml:2: [engine] direct_descriptors must be auto, on or off, not \"yes\""}},
+    {"DirectTableSizeTooLarge", engine("direct_table_size = 2000000\n"),
+     {"t.toml:2: [engine] direct_table_size must be 0..1048576, not 2000000"}},
     {"MaxPipesZero", engine("max_pipes = 0\n"),
      {"t.toml:2: [engine] max_pipes must be 1..1048576, not 0"}},
     {"PipeSizeTooSmall", engine("pipe_size = 100\n"),

@@ -32,6 +32,22 @@ enum class DataPath {
 std::string_view to_string(DataPath path);
 std::optional<DataPath> parse_data_path(std::string_view text); // "splice", "copy", "auto"
 
+// Registered ("direct") descriptors: sockets live in slots of each shard's io_uring
+// file table instead of the process's fd table (docs/kernel.md §12). Each operation
+// then skips a file-table lookup, and a shard may hold as many sockets as its table
+// has slots, beyond what RLIMIT_NOFILE allows plain fds.
+enum class DirectDescriptors {
+    // Used where this kernel has every piece (6.7 for setsockopt through the ring),
+    // else plain fds, with one info line.
+    Auto,
+    // Used, or the engine refuses to start, saying what the kernel lacks.
+    On,
+    // Plain fds.
+    Off,
+};
+std::string_view to_string(DirectDescriptors mode);
+std::optional<DirectDescriptors> parse_direct_descriptors(std::string_view text); // auto|on|off
+
 struct EngineConfig {
     // What the engine serves. Empty: one route named "default" from the three fields
     // below (the binary's --listen/--upstream build the same thing).
@@ -97,6 +113,15 @@ struct EngineConfig {
 
     // io_uring submission queue entries per shard.
     unsigned ring_entries = 4096;
+
+    // Direct descriptors (see DirectDescriptors). Connections handed over by
+    // forward()/forward_pair(), listeners on a wildcard address, and a bulk_park
+    // source keep plain fds in any mode (README, "Direct descriptors").
+    DirectDescriptors direct_descriptors = DirectDescriptors::Auto;
+    // Slots in each shard's file table; every connection takes two. 0: the soft
+    // RLIMIT_NOFILE at start (the most the kernel registers), at most 131072. A size
+    // above the soft limit cannot be registered (auto then uses plain fds).
+    unsigned direct_table_size = 0;
 
     // Sees every connection open and close (see observer.hpp); null: nobody, and the
     // engine then spends nothing on it.

@@ -32,7 +32,9 @@
     X(switches_to_copy, Counter, "directions that turned small and moved back to copying")         \
     X(parks, Counter, "bulk directions whose splices began waiting in the kernel (bulk_park)")     \
     X(parked, Gauge, "directions whose splices wait in the kernel now (bulk_park)")                \
-    X(iowq_threads, Gauge, "io-wq kernel workers serving the shard(s) now")
+    X(iowq_threads, Gauge, "io-wq kernel workers serving the shard(s) now")                        \
+    X(direct_slots, Gauge, "slots of the registered file table held by sockets now")               \
+    X(direct_table_full, Counter, "clients reset because the registered file table was full")
 
 // One counter per close reason: closed_clean, closed_client_reset, ...
 #define URINGFWD_CLOSE_REASON_COUNTER(X, enumerator, name, help)                                   \
