@@ -117,6 +117,8 @@ Fleet open_fleet(const Endpoint& to, std::size_t count, int cpu, const Deadline&
         finish_connects(pending, fleet, deadline);
     }
     fleet.failed = count - fleet.fds.size();
+    if (fleet.failed > 0 && fleet.first_error.empty())
+        fleet.first_error = "the deadline passed before all were opened";
     fleet.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     return fleet;
 }
