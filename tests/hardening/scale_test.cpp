@@ -37,6 +37,16 @@ double seconds_since(Clock::time_point start) {
     return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// A counter of a SIGUSR1 report; a failure (and 0) when the report lacks it.
+uint64_t counter(const Counters& counters, const std::string& name) {
+    const auto it = counters.find(name);
+    if (it == counters.end()) {
+        ADD_FAILURE() << "no counter " << name << " in the engine's report";
+        return 0;
+    }
+    return it->second;
+}
+
 // Runs `fn(s)` for each shard s on a thread of its own and waits for all.
 template <typename Fn> void per_shard(int shards, Fn fn) {
     std::vector<std::thread> threads;
@@ -112,8 +122,13 @@ void hold_with_direct_descriptors(int shards) {
     ASSERT_EQ(shards_seen->size(), n) << proc.stderr_text();
     std::string per_shard_active;
     for (const ShardCounters& s : *shards_seen) {
-        EXPECT_EQ(s.counters.at("active"), kConnectionsPerShard) << "shard " << s.shard;
-        per_shard_active += fmt::format(" cpu{}={}", s.cpu, s.counters.at("active"));
+        EXPECT_EQ(counter(s.counters, "active"), kConnectionsPerShard) << "shard " << s.shard;
+        // Both sockets of every connection sit in the shard's registered file table.
+        EXPECT_EQ(counter(s.counters, "direct_slots"), 2 * kConnectionsPerShard)
+            << "shard " << s.shard;
+        per_shard_active +=
+            fmt::format(" cpu{}={} ({} direct slots)", s.cpu, counter(s.counters, "active"),
+                        counter(s.counters, "direct_slots"));
     }
 
     std::string iowq_idle;
@@ -142,12 +157,27 @@ void hold_with_direct_descriptors(int shards) {
     EXPECT_TRUE(process_alive(pid));
     EXPECT_EQ(proc.stderr_text().find("Too many open files"), std::string::npos)
         << proc.stderr_text();
+
+    // The clients leave: every connection closes and gives its slots back.
+    const auto close_start = Clock::now();
+    fleets.clear();
+    std::optional<Counters> left;
+    for (int tries = 0; tries < 60; ++tries) {
+        left = request_totals(proc, Deadline{5s});
+        if (left && counter(*left, "active") == 0 && counter(*left, "direct_slots") == 0)
+            break;
+        std::this_thread::sleep_for(500ms);
+    }
+    ASSERT_TRUE(left.has_value()) << proc.stderr_text();
+    EXPECT_EQ(counter(*left, "active"), 0u);
+    EXPECT_EQ(counter(*left, "direct_slots"), 0u) << "slots not given back";
+    const double closing = seconds_since(close_start);
     std::printf("%zu connections on %d shard(s) under RLIMIT_NOFILE %llu: set up in %.1f s "
                 "(active per shard:%s); engine fds %d (%d before), RSS %.1f MiB; io-wq idle: "
-                "%s; echo %zu/%zu in %.1f s; io-wq idle after: %s\n",
+                "%s; echo %zu/%zu in %.1f s; io-wq idle after: %s; all closed in %.1f s\n",
                 total, shards, static_cast<unsigned long long>(kEngineFdLimit), setup,
                 per_shard_active.c_str(), fds, fds_before, rss / 1048576.0, iowq_idle.c_str(), good,
-                total, echo, iowq_after.c_str());
+                total, echo, iowq_after.c_str(), closing);
 }
 
 TEST(Scale, TenThousandOnOneShardUnderTwentyThousandFds) {
@@ -201,6 +231,7 @@ TEST(Scale, PlainFdsRunOutCleanlyUnderTheSameLimit) {
     ASSERT_TRUE(totals.has_value()) << proc.stderr_text();
     EXPECT_GT(totals->at("accept_backoffs"), 0u);
     EXPECT_EQ(totals->at("active"), held);
+    EXPECT_EQ(counter(*totals, "direct_slots"), 0u) << "off, yet sockets in the file table";
     EXPECT_NE(proc.stderr_text().find("pausing accepts"), std::string::npos) << proc.stderr_text();
 
     // Every connection the engine holds still forwards; the rest were never taken
