@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fmt/core.h>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -143,6 +144,8 @@ void hold_with_direct_descriptors(int shards) {
     per_shard(shards,
               [&](std::size_t s) { echoed[s] = fleets[s]->echo(s * kConnectionsPerShard, 10s); });
     const double echo = seconds_since(echo_start);
+    std::string iowq_busy; // right after the round, for the record
+    iowq_at_most(pid, std::numeric_limits<int>::max(), std::numeric_limits<int>::max(), iowq_busy);
     std::size_t good = 0;
     for (std::size_t s = 0; s < n; ++s) {
         ASSERT_TRUE(echoed[s].has_value()) << "client process " << s << " did not answer";
@@ -174,10 +177,11 @@ void hold_with_direct_descriptors(int shards) {
     const double closing = seconds_since(close_start);
     std::printf("%zu connections on %d shard(s) under RLIMIT_NOFILE %llu: set up in %.1f s "
                 "(active per shard:%s); engine fds %d (%d before), RSS %.1f MiB; io-wq idle: "
-                "%s; echo %zu/%zu in %.1f s; io-wq idle after: %s; all closed in %.1f s\n",
+                "%s; echo %zu/%zu in %.1f s; io-wq right after: %s, idle after: %s; all closed in "
+                "%.1f s\n",
                 total, shards, static_cast<unsigned long long>(kEngineFdLimit), setup,
                 per_shard_active.c_str(), fds, fds_before, rss / 1048576.0, iowq_idle.c_str(), good,
-                total, echo, iowq_after.c_str(), closing);
+                total, echo, iowq_busy.c_str(), iowq_after.c_str(), closing);
 }
 
 TEST(Scale, TenThousandOnOneShardUnderTwentyThousandFds) {
