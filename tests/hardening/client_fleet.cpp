@@ -55,6 +55,7 @@ sockaddr_in ipv4_address(const Endpoint& to) {
 }
 
 void note_failure(Fleet& fleet, const char* what, int err) {
+    fleet.reset += err == ECONNRESET ? 1 : 0;
     if (fleet.failed++ == 0)
         fleet.first_error = fmt::format("{}: {}", what, std::strerror(err));
 }

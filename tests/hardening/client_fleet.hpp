@@ -18,8 +18,11 @@ namespace uringfwd::test {
 struct Fleet {
     std::vector<UniqueFd> fds; // established connections
     std::size_t failed = 0;    // connects that failed or did not finish in time
-    std::string first_error;   // why the first one failed, for the test's message
-    double seconds = 0;        // how long opening them took
+    // Of those, the ones reset by the peer: established, then reset before this side
+    // looked (an engine that accepts and cannot serve resets at once).
+    std::size_t reset = 0;
+    std::string first_error; // why the first one failed, for the test's message
+    double seconds = 0;      // how long opening them took
 };
 
 // Opens `count` TCP connections to the IPv4 endpoint `to`, `batch` connects in flight at
