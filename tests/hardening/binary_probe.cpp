@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fmt/core.h>
 #include <fstream>
 #include <sstream>
@@ -59,6 +60,35 @@ std::optional<Counters> request_totals(BinaryProcess& process, const Deadline& d
         std::this_thread::sleep_for(milliseconds{10});
     }
     return std::nullopt;
+}
+
+std::optional<std::vector<ShardCounters>> request_shard_counters(BinaryProcess& process,
+                                                                 const Deadline& deadline) {
+    static constexpr std::string_view kShardMarker = "uring-fwd: shard ";
+    if (!request_totals(process, deadline))
+        return std::nullopt;
+    // The shard lines are the ones printed just before the newest total line.
+    const std::string err = process.stderr_text();
+    std::size_t end = err.rfind(kTotalMarker);
+    std::vector<ShardCounters> out;
+    // `end` is the start of a line; the one before it ends at end - 1 (its '\n').
+    while (end != std::string::npos && end >= 2) {
+        const std::size_t newline = err.rfind('\n', end - 2);
+        const std::size_t begin = newline == std::string::npos ? 0 : newline + 1;
+        const std::string line = err.substr(begin, end - 1 - begin);
+        if (!line.starts_with(kShardMarker))
+            break;
+        ShardCounters shard;
+        const auto colon = line.find(": ", kShardMarker.size());
+        if (std::sscanf(line.c_str() + kShardMarker.size(), "%d cpu %d", &shard.shard,
+                        &shard.cpu) != 2 ||
+            colon == std::string::npos)
+            break;
+        shard.counters = parse_counters(line.substr(colon + 2));
+        out.insert(out.begin(), std::move(shard));
+        end = begin;
+    }
+    return out;
 }
 
 double cpu_seconds(pid_t pid) {

@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace uringfwd::test {
 
@@ -19,6 +20,18 @@ using Counters = std::map<std::string, uint64_t>;
 
 // Sends SIGUSR1 and waits for the next total line; nullopt on timeout.
 std::optional<Counters> request_totals(BinaryProcess& process, const Deadline& deadline);
+
+// One shard's counters from the "uring-fwd: shard N cpu C node X: k=v ..." lines that
+// SIGUSR1 prints before the total line.
+struct ShardCounters {
+    int shard = -1;
+    int cpu = -1;
+    Counters counters;
+};
+// Sends SIGUSR1 and waits for the report; the shard lines of the newest one, or
+// nullopt on timeout.
+std::optional<std::vector<ShardCounters>> request_shard_counters(BinaryProcess& process,
+                                                                 const Deadline& deadline);
 
 // "k=v k=v" -> map (words without '=' are skipped).
 Counters parse_counters(const std::string& line);

@@ -70,6 +70,20 @@ int count_threads_with_prefix(pid_t pid, std::string_view prefix) {
     return count;
 }
 
+std::map<std::string, int> threads_by_comm(pid_t pid, std::string_view prefix) {
+    const std::string task_dir = proc_dir(pid) + "/task";
+    std::map<std::string, int> out;
+    for_each_entry(task_dir, [&](std::string_view tid) {
+        std::ifstream in(task_dir + "/" + std::string(tid) + "/comm");
+        std::string comm;
+        std::getline(in, comm);
+        if (comm.rfind(prefix, 0) == 0) {
+            ++out[comm];
+        }
+    });
+    return out;
+}
+
 bool eventually(const std::function<bool()>& condition, const Deadline& deadline) {
     for (;;) {
         if (condition()) {

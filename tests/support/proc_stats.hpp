@@ -8,6 +8,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <string>
 #include <string_view>
 
 namespace uringfwd::test {
@@ -18,6 +20,10 @@ int count_open_fds(pid_t pid = 0);
 uint64_t resident_bytes(pid_t pid = 0);
 // Threads in /proc/PID/task whose comm starts with `prefix` (e.g. "iou-wrk").
 int count_threads_with_prefix(pid_t pid, std::string_view prefix);
+// The same threads counted by their whole comm: io_uring names a ring's io-wq workers
+// "iou-wrk-<tid of the thread that owns the ring>" (io_uring/io-wq.c, io_wq_worker()),
+// so with prefix "iou-wrk-" this gives the workers of each shard thread.
+std::map<std::string, int> threads_by_comm(pid_t pid, std::string_view prefix);
 
 // Polls `condition` every 20 ms until it holds or the deadline passes; returns its
 // last value. For counters that settle asynchronously (fds closing after a test).
