@@ -6,7 +6,11 @@
 #include "pipes/pipe.hpp"
 #include "shard/direction_logic.hpp"
 
+#include <sys/socket.h>
+#include <sys/uio.h>
+
 #include <cstdint>
+#include <memory>
 #include <optional>
 
 namespace uringfwd::engine {
@@ -22,11 +26,20 @@ enum class DirState : uint8_t {
     Done,        // source ended, everything delivered, destination's write side shut
 };
 
-// Bytes received into a provided buffer and not yet all sent.
+// Bytes received into a provided buffer and not yet all sent (the first chunk's
+// sent bytes are Direction::first_sent).
 struct CopyChunk {
     uint16_t buffer = 0;
+    bool bulk = false; // from the bulk buffer group, else the small one
     uint32_t length = 0;
-    uint32_t sent = 0;
+};
+
+// The message of a vectored send of several bulk chunks: the kernel may read it after
+// the submission (older kernels import the iovec only when the send goes async), so it
+// lives as long as its direction.
+struct SendVector {
+    msghdr msg{};
+    iovec iov[kMaxChunks]{};
 };
 
 struct Direction {
@@ -40,20 +53,24 @@ struct Direction {
     bool watching = false; // a multishot error watch is armed on src
     bool parked = false;   // src made blocking: its splices wait in the kernel (bulk_park)
 
-    // Copy path. At most two chunks: one being sent while the next is received, so a
-    // direction never holds more than two buffers and order is kept by construction
-    // (one receive and one send in flight at most, chunks sent first in, first out).
-    static constexpr uint8_t kMaxChunks = 2;
+    // Copy path. A few chunks (kMaxSmallHeld small or kMaxBulkHeld bulk buffers,
+    // direction_logic.hpp): received while the previous ones are sent; order is kept by
+    // construction (one receive and one send in flight at most, chunks sent first in,
+    // first out).
     Path path = Path::Splice;
     CopyChunk chunks[kMaxChunks];
     uint8_t chunk_count = 0;
-    uint8_t full_in_a_row = 0;   // full buffers received in a row (Auto's bulk signal)
-    uint8_t small_in_a_row = 0;  // small splice reads in a row (Auto's chat signal)
-    bool receiving = false;      // a receive is in flight
-    bool sending = false;        // a send of chunks[0] is in flight
-    bool source_ended = false;   // a receive returned 0 (FIN)
-    bool to_splice = false;      // move to the splice path once the chunks are sent
-    bool waiting_buffer = false; // the buffer group was empty: queued for one
+    uint32_t first_sent = 0;            // bytes of chunks[0] already sent
+    bool bulk = false;                  // receives go to the bulk buffers (Copy's bulk directions)
+    bool receiving_bulk = false;        // the receive in flight is a bulk one
+    std::unique_ptr<SendVector> vector; // made on the first vectored send
+    uint8_t full_in_a_row = 0;          // full buffers received in a row (Auto's bulk signal)
+    uint8_t small_in_a_row = 0;         // small splice (or bulk-buffer) reads in a row
+    bool receiving = false;             // a receive is in flight
+    bool sending = false;               // a send of the first chunk(s) is in flight
+    bool source_ended = false;          // a receive returned 0 (FIN)
+    bool to_splice = false;             // move to the splice path once the chunks are sent
+    bool waiting_buffer = false;        // the buffer group was empty: queued for one
 };
 
 } // namespace uringfwd::engine
