@@ -63,6 +63,8 @@ struct Direction {
     uint32_t first_sent = 0;            // bytes of chunks[0] already sent
     bool bulk = false;                  // receives go to the bulk buffers (Copy's bulk directions)
     bool receiving_bulk = false;        // the receive in flight is a bulk one
+    bool sending_vector = false;        // the send in flight is a sendmsg of several chunks
+    bool vector_blocked = false;        // it found the socket full: send one chunk next
     std::unique_ptr<SendVector> vector; // made on the first vectored send
     uint8_t full_in_a_row = 0;          // full buffers received in a row (Auto's bulk signal)
     uint8_t small_in_a_row = 0;         // small splice (or bulk-buffer) reads in a row

@@ -85,7 +85,9 @@ void Directions::send_chunks(Connection& conn, Side side) {
     Direction& dir = conn.dir(side);
     const CopyChunk& first = dir.chunks[0];
     dir.sending = true;
-    if (dir.chunk_count == 1 || !first.bulk) {
+    dir.sending_vector = false;
+    if (dir.chunk_count == 1 || !first.bulk || dir.vector_blocked) {
+        dir.vector_blocked = false;
         shard_.io.send(conn.in_flight, conn.tag(Op::Send, side), dir.dst,
                        chunk_data(first) + dir.first_sent, first.length - dir.first_sent,
                        kSendFlags);
@@ -105,6 +107,7 @@ void Directions::send_chunks(Connection& conn, Side side) {
     v.msg = msghdr{};
     v.msg.msg_iov = v.iov;
     v.msg.msg_iovlen = dir.chunk_count;
+    dir.sending_vector = true;
     shard_.io.sendmsg(conn.in_flight, conn.tag(Op::Send, side), dir.dst, &v.msg, kSendFlags);
 }
 
@@ -214,6 +217,14 @@ Outcome Directions::on_sent(Connection& conn, Side side, int result) {
     dir.sending = false;
     if (conn.phase == Phase::Closing)
         return Outcome::running(); // the chunks go back in release()
+    if (result == -EAGAIN && dir.sending_vector) {
+        // Unlike a send, a sendmsg heeds the socket's O_NONBLOCK (net/socket.c
+        // ____sys_sendmsg sets MSG_DONTWAIT from it), so on a full socket it can end
+        // with -EAGAIN. Nothing was sent: send the first chunk alone, which waits for
+        // room (below).
+        dir.vector_blocked = true;
+        return pump_copy(conn, side);
+    }
     // A full socket does not come back as -EAGAIN: io_uring then waits for room with
     // its internal poll, since sock_sendmsg() goes by the message flags, not the
     // file's O_NONBLOCK (io_uring/net.c io_send). So any result <= 0 is a failure.

@@ -22,11 +22,13 @@ struct ProxyOptions {
     std::size_t pipe_size = 0;
     // Unset: the path under test (data_path_under_test.hpp), else the engine's default.
     std::optional<DataPath> data_path;
-    unsigned copy_buffers = 0; // 0: the engine's default
+    unsigned copy_buffers = 0;                   // 0: the engine's default
+    std::optional<unsigned> bulk_buffers;        // unset: the engine's default
+    std::optional<std::size_t> bulk_buffer_size; // unset: the engine's default
     std::chrono::microseconds busy_poll{0};
     std::chrono::milliseconds bulk_park{0};
     unsigned iowq_max_workers = 0; // 0: the engine's default
-    std::size_t shards = 0; // 0: the engine's default (one per CPU)
+    std::size_t shards = 0;        // 0: the engine's default (one per CPU)
     std::shared_ptr<ConnectionObserver> observer;
     // Quiet by default; the captured lines are printed when a test fails.
     LogLevel log_level = LogLevel::Warn;
