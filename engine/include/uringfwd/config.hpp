@@ -81,7 +81,7 @@ struct EngineConfig {
     // Copy path, bulk directions (data_path Copy only): a second group of large
     // buffers per shard (a power of two up to 16, 0 = none) that a direction receives
     // into once it has filled two small buffers in a row, with receive bundles where
-    // the kernel has them (6.10). A bulk direction holds at most 8 of them.
+    // the kernel has them (6.10). A bulk direction stops receiving while it holds 8.
     unsigned bulk_buffers = 16;
     std::size_t bulk_buffer_size = 256 * 1024;
 
