@@ -51,6 +51,17 @@ Outcome Directions::pump_copy(Connection& conn, Side side) {
         start_reading(conn, side);
         return Outcome::running();
     }
+    if (dir.bulk && shard_.bulk_buffers->out() == shard_.bulk_buffers->count()) {
+        // Other bulk directions hold every bulk buffer: the receive would only come
+        // back with -ENOBUFS. Back to the small ones (it returns after two full ones).
+        bump(shard_.io.counters().buffer_waits);
+        dir.bulk = false;
+        dir.full_in_a_row = 0;
+        if (!copy_may_receive(false, dir.chunk_count, small_chunks(dir))) {
+            watch_source(conn, side); // a send is in flight: its completion comes back here
+            return Outcome::running();
+        }
+    }
     dir.receiving = true;
     dir.receiving_bulk = dir.bulk;
     if (dir.bulk) {
