@@ -83,7 +83,7 @@ Outcome Directions::pump_copy(Connection& conn, Side side) {
 unsigned Directions::small_chunks(const Direction& dir) {
     unsigned n = 0;
     for (uint8_t i = 0; i < dir.chunk_count; ++i)
-        n += dir.chunks[i].bulk ? 0 : 1;
+        n += dir.chunks()[i].bulk ? 0 : 1;
     return n;
 }
 
@@ -94,7 +94,7 @@ std::byte* Directions::chunk_data(const CopyChunk& chunk) const {
 
 void Directions::send_chunks(Connection& conn, Side side) {
     Direction& dir = conn.dir(side);
-    const CopyChunk& first = dir.chunks[0];
+    const CopyChunk& first = dir.chunks()[0];
     dir.sending = true;
     dir.sending_vector = false;
     if (dir.chunk_count == 1 || !first.bulk || dir.vector_blocked) {
@@ -107,13 +107,11 @@ void Directions::send_chunks(Connection& conn, Side side) {
     // Several bulk chunks: one sendmsg of them all, the counterpart of the receive
     // bundle that brought them (a send bundle would need them in a send-side buffer
     // ring of its own, docs/kernel.md §8.2).
-    if (!dir.vector)
-        dir.vector = std::make_unique<SendVector>();
-    SendVector& v = *dir.vector;
+    BulkStore& v = *dir.bulk_store; // a bulk chunk came into it
     for (uint8_t i = 0; i < dir.chunk_count; ++i) {
         uint32_t skip = i == 0 ? dir.first_sent : 0;
-        v.iov[i].iov_base = chunk_data(dir.chunks[i]) + skip;
-        v.iov[i].iov_len = dir.chunks[i].length - skip;
+        v.iov[i].iov_base = chunk_data(v.chunks[i]) + skip;
+        v.iov[i].iov_len = v.chunks[i].length - skip;
     }
     v.msg = msghdr{};
     v.msg.msg_iov = v.iov;
@@ -140,12 +138,20 @@ Outcome Directions::on_received(Connection& conn, Side side, const uring::Comple
         if (!buffer)
             return Outcome::failed(CloseReason::LocalError, "a receive without a buffer from",
                                    source_name(side), 0);
-        dir.chunks[dir.chunk_count++] = CopyChunk{*buffer, false, static_cast<uint32_t>(c.result)};
+        dir.chunks()[dir.chunk_count++] =
+            CopyChunk{*buffer, false, static_cast<uint32_t>(c.result)};
         bump(shard_.io.counters().copy_receives);
         if (copy_turns_bulk(shard_.data_path, c.result, buffers.buffer_size(), dir.full_in_a_row))
             dir.to_splice = true;
         else if (copy_uses_bulk_buffers(shard_.data_path, shard_.bulk_buffers != nullptr,
                                         dir.full_in_a_row)) {
+            if (!dir.bulk_store) {
+                // Room for the bulk chunks; what it holds moves along (the buffers stay
+                // where they are, so a send in flight is not disturbed).
+                dir.bulk_store = std::make_unique<BulkStore>();
+                for (uint8_t i = 0; i < dir.chunk_count; ++i)
+                    dir.bulk_store->chunks[i] = dir.small_chunks[i];
+            }
             dir.bulk = true;
             dir.small_in_a_row = 0;
         }
@@ -198,7 +204,8 @@ Outcome Directions::on_bulk_received(Connection& conn, Side side, const uring::C
         std::size_t left = static_cast<std::size_t>(c.result);
         for (std::size_t i = 0; i < taken; ++i) {
             std::size_t length = left < bulk.buffer_size() ? left : bulk.buffer_size();
-            dir.chunks[dir.chunk_count++] = CopyChunk{ids[i], true, static_cast<uint32_t>(length)};
+            dir.chunks()[dir.chunk_count++] =
+                CopyChunk{ids[i], true, static_cast<uint32_t>(length)};
             left -= length;
         }
         bump(shard_.io.counters().copy_receives);
@@ -248,7 +255,7 @@ Outcome Directions::on_sent(Connection& conn, Side side, int result) {
     uint32_t left = static_cast<uint32_t>(result);
     uint8_t done = 0;
     while (left > 0 && done < dir.chunk_count) {
-        const CopyChunk& chunk = dir.chunks[done];
+        const CopyChunk& chunk = dir.chunks()[done];
         uint32_t unsent = chunk.length - dir.first_sent;
         if (left < unsent) {
             dir.first_sent += left;
@@ -260,7 +267,7 @@ Outcome Directions::on_sent(Connection& conn, Side side, int result) {
         ++done;
     }
     for (uint8_t i = done; i < dir.chunk_count; ++i)
-        dir.chunks[i - done] = dir.chunks[i];
+        dir.chunks()[i - done] = dir.chunks()[i];
     dir.chunk_count = static_cast<uint8_t>(dir.chunk_count - done);
     return pump_copy(conn, side);
 }
@@ -271,7 +278,7 @@ void Directions::give_back_chunk(const CopyChunk& chunk) {
 
 void Directions::give_back_chunks(Direction& dir) {
     for (uint8_t i = 0; i < dir.chunk_count; ++i)
-        give_back_chunk(dir.chunks[i]);
+        give_back_chunk(dir.chunks()[i]);
     dir.chunk_count = 0;
     dir.first_sent = 0;
 }
