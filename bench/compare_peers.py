@@ -27,6 +27,10 @@ REPO = HERE.parent
 ALL_PEERS = ["direct", "uring-fwd", "haproxy-splice", "haproxy", "nginx", "socat", "goproxy"]
 # uring-fwd with one data path forced (plain "uring-fwd" runs the default, auto).
 URING_VARIANTS = {"uring-fwd-copy": ["--data-path", "copy"],
+                  # issue 14: the copy path without its bulk buffers (32 KiB buffers
+                  # only), and with 1 MiB bulk buffers instead of 256 KiB
+                  "uring-fwd-copy-small": ["--data-path", "copy", "--bulk-buffers", "0"],
+                  "uring-fwd-copy1m": ["--data-path", "copy", "--bulk-buffer-size", "1048576"],
                   "uring-fwd-splice": ["--data-path", "splice"],
                   # the opt-in low-latency mode: poll 50 µs before sleeping
                   "uring-fwd-busy": ["--busy-poll", "50us"],

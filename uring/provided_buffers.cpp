@@ -48,11 +48,18 @@ ProvidedBuffers::ProvidedBuffers(Ring& ring, uint16_t group, unsigned count, std
     }
     io_uring_buf_ring_init(ring_entries_);
     int mask = io_uring_buf_ring_mask(count);
-    for (unsigned id = 0; id < count; ++id)
+    id_at_.resize(count);
+    position_of_.resize(count);
+    in_ring_.assign(count, true);
+    for (unsigned id = 0; id < count; ++id) {
         io_uring_buf_ring_add(ring_entries_, data(static_cast<uint16_t>(id)),
                               static_cast<unsigned>(size), static_cast<unsigned short>(id), mask,
                               static_cast<int>(id));
+        id_at_[id] = static_cast<uint16_t>(id);
+        position_of_[id] = static_cast<uint16_t>(id);
+    }
     io_uring_buf_ring_advance(ring_entries_, static_cast<int>(count));
+    tail_ = count;
 }
 
 ProvidedBuffers::~ProvidedBuffers() {
@@ -71,11 +78,35 @@ void ProvidedBuffers::unmap() {
 
 std::byte* ProvidedBuffers::take(uint16_t id) {
     ++out_;
+    in_ring_[id] = false;
     return data(id);
+}
+
+std::size_t ProvidedBuffers::take_bundle(uint16_t first, std::size_t bytes,
+                                         std::span<uint16_t> out) {
+    std::size_t n = (bytes + size_ - 1) / size_;
+    if (first >= count_ || n == 0 || n > out.size() || n > count_)
+        return 0;
+    unsigned mask = count_ - 1;
+    unsigned start = position_of_[first];
+    for (std::size_t i = 0; i < n; ++i) {
+        unsigned position = (start + i) & mask;
+        uint16_t id = id_at_[position];
+        if (!in_ring_[id] || position_of_[id] != position)
+            return 0;
+        out[i] = id;
+    }
+    for (std::size_t i = 0; i < n; ++i)
+        take(out[i]);
+    return n;
 }
 
 void ProvidedBuffers::give_back(uint16_t id) {
     --out_;
+    in_ring_[id] = true;
+    unsigned position = tail_++ & (count_ - 1);
+    id_at_[position] = id;
+    position_of_[id] = static_cast<uint16_t>(position);
     io_uring_buf_ring_add(ring_entries_, data(id), static_cast<unsigned>(size_), id,
                           io_uring_buf_ring_mask(count_), 0);
     // Publishes the entry to the kernel (a release store of the tail).

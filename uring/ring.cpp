@@ -12,6 +12,16 @@
 
 namespace uringfwd::uring {
 
+namespace {
+// liburing 2.3 (Debian 12) predates receive/send bundles: the values are the kernel's
+// uapi (include/uapi/linux/io_uring.h, 6.10: "#define IORING_RECVSEND_BUNDLE (1U << 4)"
+// among the send/recv ioprio flags, and "#define IORING_FEAT_RECVSEND_BUNDLE (1U << 14)").
+// An older kernel rejects the ioprio flag with EINVAL (io_uring/net.c io_recvmsg_prep
+// checks sr->flags against RECVMSG_FLAGS), so it is used only where the feature is set.
+constexpr uint16_t kRecvSendBundle = 1U << 4;
+constexpr uint32_t kFeatRecvSendBundle = 1U << 14;
+} // namespace
+
 bool Completion::more() const {
     return (flags & IORING_CQE_F_MORE) != 0;
 }
@@ -34,6 +44,8 @@ std::string RingFeatures::describe() const {
         out += " submit-all";
     if (registered_ring_fd)
         out += " registered-ring-fd";
+    if (recvsend_bundle)
+        out += " bundles";
     return out;
 }
 
@@ -87,6 +99,7 @@ Ring::Ring(unsigned entries) : state_(std::make_unique<State>()) {
             features_.defer_taskrun = params.flags & IORING_SETUP_DEFER_TASKRUN;
             features_.coop_taskrun = params.flags & IORING_SETUP_COOP_TASKRUN;
             features_.submit_all = params.flags & IORING_SETUP_SUBMIT_ALL;
+            features_.recvsend_bundle = params.features & kFeatRecvSendBundle;
             features_.sq_entries = params.sq_entries;
             features_.cq_entries = params.cq_entries;
             ok = true;
@@ -208,6 +221,23 @@ void Ring::recv_provided(FileRef fd, uint16_t group, uint64_t user_data) {
     set_file(sqe, fd);
     sqe->flags |= IOSQE_BUFFER_SELECT;
     sqe->buf_group = group;
+    io_uring_sqe_set_data64(sqe, user_data);
+}
+
+void Ring::recv_bundle(FileRef fd, uint16_t group, std::size_t max_len, uint64_t user_data) {
+    io_uring_sqe* sqe = next_sqe();
+    io_uring_prep_recv(sqe, fd.index, nullptr, max_len, 0);
+    set_file(sqe, fd);
+    sqe->flags |= IOSQE_BUFFER_SELECT;
+    sqe->buf_group = group;
+    sqe->ioprio |= kRecvSendBundle;
+    io_uring_sqe_set_data64(sqe, user_data);
+}
+
+void Ring::sendmsg(FileRef fd, const struct msghdr* msg, int msg_flags, uint64_t user_data) {
+    io_uring_sqe* sqe = next_sqe();
+    io_uring_prep_sendmsg(sqe, fd.index, msg, static_cast<unsigned>(msg_flags));
+    set_file(sqe, fd);
     io_uring_sqe_set_data64(sqe, user_data);
 }
 

@@ -55,6 +55,9 @@ struct RingFeatures {
     bool coop_taskrun = false;
     bool submit_all = false;
     bool registered_ring_fd = false;
+    // Receives (and sends) may fill several provided buffers at once
+    // (IORING_FEAT_RECVSEND_BUNDLE, 6.10): see recv_bundle().
+    bool recvsend_bundle = false;
     unsigned sq_entries = 0;
     unsigned cq_entries = 0;
 
@@ -97,6 +100,17 @@ public:
     // (docs/kernel.md §8). The completion's buffer() names the buffer; -ENOBUFS when
     // the group was empty, and the data is then still in the socket.
     void recv_provided(FileRef fd, uint16_t group, uint64_t user_data);
+
+    // A receive bundle (IORING_RECVSEND_BUNDLE, 6.10; only where
+    // features().recvsend_bundle): the kernel fills as many buffers of `group` as the
+    // socket has data for, in ring order, and the completion names the first;
+    // ProvidedBuffers::take_bundle() finds the others. `max_len` caps the bytes (0: no
+    // cap); kernels before about 6.13 heed it only when they retry (docs/kernel.md §8.2).
+    void recv_bundle(FileRef fd, uint16_t group, std::size_t max_len, uint64_t user_data);
+
+    // sendmsg(2) of `msg`, which (with its iovec) must stay valid until the completion.
+    // Inline like send().
+    void sendmsg(FileRef fd, const struct msghdr* msg, int msg_flags, uint64_t user_data);
 
     // send(2) of data[0, len), which must stay valid until the completion. Inline like
     // recv_provided; may complete short. With a link other than None (e.g. followed by
@@ -148,6 +162,9 @@ public:
     }
     void recv_provided(int fd, uint16_t group, uint64_t user_data) {
         recv_provided(FileRef::plain(fd), group, user_data);
+    }
+    void recv_bundle(int fd, uint16_t group, std::size_t max_len, uint64_t user_data) {
+        recv_bundle(FileRef::plain(fd), group, max_len, user_data);
     }
     void send(int fd, const void* data, std::size_t len, int msg_flags, uint64_t user_data,
               Link link = Link::None) {

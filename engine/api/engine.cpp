@@ -130,6 +130,15 @@ void Engine::Impl::check_copy_buffers() const {
         throw StartError(fmt::format("copy_buffer_size must be between 1 byte and 1 GiB, "
                                      "not {}",
                                      config_.copy_buffer_size));
+    unsigned bulk = config_.bulk_buffers;
+    if (bulk > 16 || (bulk & (bulk - 1)) != 0)
+        throw StartError(
+            fmt::format("bulk_buffers must be 0 or a power of two between 1 and 16, not {}", bulk));
+    if (bulk != 0 &&
+        (config_.bulk_buffer_size < 4096 || config_.bulk_buffer_size > (std::size_t{16} << 20)))
+        throw StartError(fmt::format("bulk_buffer_size must be between 4096 bytes and 16 MiB, "
+                                     "not {}",
+                                     config_.bulk_buffer_size));
 }
 
 Endpoint Engine::Impl::listen_endpoint() const {

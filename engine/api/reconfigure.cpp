@@ -33,7 +33,9 @@ std::vector<std::string> Engine::Impl::needs_restart(const EngineConfig& next) c
           "io-wq workers");
     check(next.data_path == now.data_path, "data path");
     check(next.max_pipes == now.max_pipes && next.pipe_size == now.pipe_size, "pipes");
-    check(next.copy_buffers == now.copy_buffers && next.copy_buffer_size == now.copy_buffer_size,
+    check(next.copy_buffers == now.copy_buffers && next.copy_buffer_size == now.copy_buffer_size &&
+              next.bulk_buffers == now.bulk_buffers &&
+              next.bulk_buffer_size == now.bulk_buffer_size,
           "copy buffers");
     check(next.busy_poll == now.busy_poll, "busy polling");
     check(next.bulk_park == now.bulk_park, "bulk parking");

@@ -88,6 +88,12 @@ void apply_engine_flags(const CLI::App& app, const Flags& flags, EngineConfig& c
         config.data_path = *parse_data_path(flags.data_path); // checked by IsMember
     if (given("--copy-buffers"))
         config.copy_buffers = flags.copy_buffers;
+    if (given("--copy-buffer-size"))
+        config.copy_buffer_size = flags.copy_buffer_size;
+    if (given("--bulk-buffers"))
+        config.bulk_buffers = flags.bulk_buffers;
+    if (given("--bulk-buffer-size"))
+        config.bulk_buffer_size = flags.bulk_buffer_size;
     if (given("--busy-poll"))
         config.busy_poll = std::chrono::microseconds(flags.busy_poll_us);
     if (given("--bulk-park"))
@@ -205,9 +211,22 @@ void add_flags(CLI::App& app, Flags& flags) {
         ->check(CLI::IsMember({"auto", "on", "off"}))
         ->capture_default_str();
     app.add_option("--copy-buffers", flags.copy_buffers,
-                   "copy-path buffers of 32 KiB per shard, a power of two; a copying direction "
+                   "copy-path buffers per shard, a power of two; a copying direction "
                    "holds at most two, and none while idle")
         ->check(CLI::Range(1u, 32768u))
+        ->capture_default_str();
+    app.add_option("--copy-buffer-size", flags.copy_buffer_size,
+                   "size of each copy-path buffer in bytes (1024..16777216)")
+        ->check(CLI::Range(std::size_t{1024}, std::size_t{16} << 20))
+        ->capture_default_str();
+    app.add_option("--bulk-buffers", flags.bulk_buffers,
+                   "data path copy: large buffers per shard for bulk directions, 0 or a "
+                   "power of two up to 16 (0 = bulk directions keep the copy buffers)")
+        ->check(CLI::IsMember({0u, 1u, 2u, 4u, 8u, 16u}))
+        ->capture_default_str();
+    app.add_option("--bulk-buffer-size", flags.bulk_buffer_size,
+                   "size of each bulk buffer in bytes (4096..16777216)")
+        ->check(CLI::Range(std::size_t{4096}, std::size_t{16} << 20))
         ->capture_default_str();
     app.add_option("--busy-poll", flags.busy_poll_us,
                    "low-latency mode: poll for up to this long before sleeping (us, or with a "

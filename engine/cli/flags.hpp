@@ -47,6 +47,9 @@ struct Flags {
     std::string data_path = "auto";
     std::string direct_descriptors = "auto";
     unsigned copy_buffers = EngineConfig{}.copy_buffers;
+    std::size_t copy_buffer_size = EngineConfig{}.copy_buffer_size;
+    unsigned bulk_buffers = EngineConfig{}.bulk_buffers;
+    std::size_t bulk_buffer_size = EngineConfig{}.bulk_buffer_size;
     long busy_poll_us = EngineConfig{}.busy_poll.count();
     long bulk_park_ms = EngineConfig{}.bulk_park.count();
     long drain_timeout_ms = EngineConfig{}.drain_timeout.count();

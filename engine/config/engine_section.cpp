@@ -75,6 +75,11 @@ bool power_of_two_buffers(int64_t n) {
     return n >= 1 && n <= 32768 && (n & (n - 1)) == 0;
 }
 
+bool bulk_buffers_ok(int64_t n) {
+    // At most kMaxChunks (engine/shard/direction_logic.hpp): what a direction can hold.
+    return n == 0 || (n <= 16 && power_of_two_buffers(n));
+}
+
 bool pipe_size_ok(int64_t n) {
     return n == 0 || (n >= 4096 && n <= (int64_t{1} << 30));
 }
@@ -125,6 +130,13 @@ void read_engine_section(const toml::table& table, const TopologyReader& read_to
     if (const auto v =
             reader.integer_that("copy_buffers", "a power of two 1..32768", power_of_two_buffers))
         config.copy_buffers = static_cast<unsigned>(*v);
+    if (const auto v = reader.integer("copy_buffer_size", 1024, 16 << 20))
+        config.copy_buffer_size = static_cast<std::size_t>(*v);
+    if (const auto v =
+            reader.integer_that("bulk_buffers", "0 or a power of two 1..16", bulk_buffers_ok))
+        config.bulk_buffers = static_cast<unsigned>(*v);
+    if (const auto v = reader.integer("bulk_buffer_size", 4096, 16 << 20))
+        config.bulk_buffer_size = static_cast<std::size_t>(*v);
     if (const auto v = reader.duration("busy_poll", 0us, microseconds{1s}, true))
         config.busy_poll = *v;
     if (const auto v = reader.duration("bulk_park", 0us, microseconds{1s}))

@@ -82,6 +82,36 @@ bool copy_turns_bulk(DataPath mode, int received, std::size_t buffer_size, uint8
     return mode == DataPath::Auto && full_in_a_row >= kFullBuffersForBulk;
 }
 
+bool copy_uses_bulk_buffers(DataPath mode, bool have_bulk_buffers, uint8_t full_in_a_row) {
+    return mode == DataPath::Copy && have_bulk_buffers && full_in_a_row >= kFullBuffersForBulk;
+}
+
+bool bulk_turns_small(int received, std::size_t small_buffer_size, uint8_t& small_in_a_row) {
+    if (received <= 0)
+        return false; // EOF or an error says nothing about the traffic's size
+    if (static_cast<std::size_t>(received) >= small_buffer_size) {
+        small_in_a_row = 0;
+        return false;
+    }
+    if (small_in_a_row < kSmallReadsForCopy)
+        ++small_in_a_row;
+    return small_in_a_row >= kSmallReadsForCopy;
+}
+
+bool copy_may_receive(bool bulk, unsigned held, unsigned held_small) {
+    if (!bulk)
+        return held < kMaxSmallHeld;
+    return held_small == 0 && held < kMaxBulkHeld;
+}
+
+std::size_t bulk_receive_len(bool bundles, unsigned held, std::size_t bulk_buffer_size) {
+    unsigned room = held < kMaxBulkHeld ? kMaxBulkHeld - held : 0;
+    unsigned buffers = bundles ? (room < kBundleBuffers ? room : kBundleBuffers) : 1;
+    if (buffers == 0)
+        buffers = 1;
+    return buffers * bulk_buffer_size;
+}
+
 bool splice_turns_small(DataPath mode, int in, std::size_t capacity, uint8_t& small_in_a_row) {
     if (in <= 0)
         return false;

@@ -56,6 +56,40 @@ constexpr uint8_t kFullBuffersForBulk = 2;
 // splice. A full buffer means the socket most likely holds more.
 bool copy_turns_bulk(DataPath mode, int received, std::size_t buffer_size, uint8_t& full_in_a_row);
 
+// ---- the copy path's large buffers (a second provided-buffer group, "bulk buffers")
+
+// Under DataPath::Copy, a direction that turned bulk (kFullBuffersForBulk full small
+// buffers in a row) receives into the shard's bulk buffers from then on, when it has
+// them. Auto does not: on the development host splicing a bulk stream cost 1.5-1.9x
+// less CPU per GB than copying it even with 1 MiB buffers (docs/bulk-experiments.md,
+// "Large buffers"), so Auto's bulk directions splice (copy_turns_bulk).
+bool copy_uses_bulk_buffers(DataPath mode, bool have_bulk_buffers, uint8_t full_in_a_row);
+
+// A receive into bulk buffers that brought less than one small buffer counts as small;
+// kSmallReadsForCopy of them in a row send the direction back to the small buffers
+// (a chatty phase after a bulk one). Updates the count; true: go back.
+bool bulk_turns_small(int received, std::size_t small_buffer_size, uint8_t& small_in_a_row);
+
+// Chunks (buffers received, not all sent) a direction holds at most: 2 small buffers
+// (one being sent while the next is received), or up to kMaxBulkHeld bulk buffers
+// asked for, and never more than kMaxChunks (the storage, and the most bulk buffers
+// a shard may have: a bundle on a kernel that ignores its length cap may take every
+// free one, docs/kernel.md §8.2).
+constexpr unsigned kMaxSmallHeld = 2;
+constexpr unsigned kMaxBulkHeld = 8;
+constexpr unsigned kBundleBuffers = 4; // a receive bundle asks for at most this many
+constexpr unsigned kMaxChunks = 16;
+
+// Whether a copying direction holding `held` chunks, `held_small` of them small
+// buffers, may receive now. A bulk receive waits until no small buffer is held, so
+// that the bound above holds whatever the kernel gives.
+bool copy_may_receive(bool bulk, unsigned held, unsigned held_small);
+
+// The length cap of a bulk receive (0 = none) for a direction holding `held` bulk
+// chunks: as many buffers as may still be held, at most kBundleBuffers, one without
+// bundles.
+std::size_t bulk_receive_len(bool bundles, unsigned held, std::size_t bulk_buffer_size);
+
 // Small splice reads in a row that mark a direction as chatty again. One is not
 // enough: a bulk stream that the proxy outpaces also has small reads now and then
 // (measured: one switch to copy and back every ~4 MiB of an iperf3 stream with 1).

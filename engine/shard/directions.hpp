@@ -100,9 +100,13 @@ private:
 
     // Copy path
     Outcome pump_copy(Connection& conn, Side side);
-    void send_first_chunk(Connection& conn, Side side);
+    void send_chunks(Connection& conn, Side side);
     Outcome on_received(Connection& conn, Side side, const uring::Completion& c);
+    Outcome on_bulk_received(Connection& conn, Side side, const uring::Completion& c);
     Outcome on_sent(Connection& conn, Side side, int result);
+    static unsigned small_chunks(const Direction& dir);
+    std::byte* chunk_data(const CopyChunk& chunk) const;
+    void give_back_chunk(const CopyChunk& chunk);
     void give_back_chunks(Direction& dir);
     void resume_buffer_waiters(ConnectionTable& table, const OutcomeHandler& handle);
 

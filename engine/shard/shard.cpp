@@ -85,7 +85,7 @@ void Shard::after_batch() {
     set(counters_.pipes_closed_dirty, p.closed_dirty);
     set(counters_.pipe_size_reductions, p.size_reductions);
     if (buffers_)
-        set(counters_.buffers_out, buffers_->out());
+        set(counters_.buffers_out, buffers_->out() + (bulk_buffers_ ? bulk_buffers_->out() : 0));
 }
 
 bool Shard::done_serving() const {

@@ -157,8 +157,9 @@ private:
     // the copy buffers are unregistered before their ring goes.
     std::unique_ptr<ShardIo> io_;
     std::unique_ptr<pipes::PipePool> pool_;
-    std::unique_ptr<uring::ProvidedBuffers> buffers_; // null: splice only
-    DataPath data_path_ = DataPath::Auto;             // what the shard really does
+    std::unique_ptr<uring::ProvidedBuffers> buffers_;      // null: splice only
+    std::unique_ptr<uring::ProvidedBuffers> bulk_buffers_; // null: none (only Copy has them)
+    DataPath data_path_ = DataPath::Auto;                  // what the shard really does
     bool direct_ = false; // direct descriptors in use (setup_direct_descriptors())
     std::unique_ptr<ShardContext> context_;
     // Per route of setup_.routes, same order. Connections point at theirs, so routes

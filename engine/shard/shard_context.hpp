@@ -16,7 +16,11 @@ struct ShardContext {
     ShardIo& io;
     pipes::PipePool& pool;
     uring::ProvidedBuffers* buffers; // null when the shard splices only
-    DataPath data_path;              // what the shard really does (config or fallback)
+    // The copy path's large buffers for bulk directions (Copy only; null: none), and
+    // whether receives into them may fill several at once (receive bundles).
+    uring::ProvidedBuffers* bulk_buffers;
+    bool bundles;
+    DataPath data_path; // what the shard really does (config or fallback)
     const EngineConfig& config;
     const Logger& log;
     int shard_index = 0;

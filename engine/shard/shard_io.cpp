@@ -59,6 +59,18 @@ void ShardIo::recv_provided(InFlight& owner, OpTag tag, uring::FileRef fd, uint1
     ++owner.ops;
 }
 
+void ShardIo::recv_bundle(InFlight& owner, OpTag tag, uring::FileRef fd, uint16_t group,
+                          std::size_t max_len) {
+    ring_.recv_bundle(fd, group, max_len, tag.encode());
+    ++owner.ops;
+}
+
+void ShardIo::sendmsg(InFlight& owner, OpTag tag, uring::FileRef fd, const msghdr* msg,
+                      int msg_flags) {
+    ring_.sendmsg(fd, msg, msg_flags, tag.encode());
+    ++owner.ops;
+}
+
 void ShardIo::recv_with_timeout(InFlight& owner, OpTag recv, OpTag timeout, uring::FileRef fd,
                                 void* buf, std::size_t len, std::chrono::milliseconds limit) {
     ring_.reserve(2);

@@ -48,6 +48,9 @@ public:
     void splice(InFlight& owner, OpTag tag, uring::FileRef fd_in, uring::FileRef fd_out,
                 unsigned len, unsigned flags);
     void recv_provided(InFlight& owner, OpTag tag, uring::FileRef fd, uint16_t group);
+    void recv_bundle(InFlight& owner, OpTag tag, uring::FileRef fd, uint16_t group,
+                     std::size_t max_len);
+    void sendmsg(InFlight& owner, OpTag tag, uring::FileRef fd, const msghdr* msg, int msg_flags);
     // A recv into `buf` soft-linked to a timeout, submitted together, as
     // connect_with_timeout(): a recv that outlives `limit` completes with -ECANCELED.
     void recv_with_timeout(InFlight& owner, OpTag recv, OpTag timeout, uring::FileRef fd, void* buf,

@@ -18,6 +18,7 @@ namespace uringfwd::engine {
 namespace {
 // The shard's one provided-buffer group (buffer groups are per ring).
 constexpr uint16_t kCopyBufferGroup = 0;
+constexpr uint16_t kBulkBufferGroup = 1;
 // The default file table's size at most: 65536 connections per shard.
 constexpr rlim_t kDefaultTableCap = rlim_t{1} << 17;
 } // namespace
@@ -37,8 +38,9 @@ void Shard::setup() {
     setup_ring();
     pool_ = std::make_unique<pipes::PipePool>(config_.max_pipes, config_.pipe_size);
     setup_buffers();
-    context_ = std::make_unique<ShardContext>(
-        ShardContext{*io_, *pool_, buffers_.get(), data_path_, config_, log_, setup_.index});
+    context_ = std::make_unique<ShardContext>(ShardContext{
+        *io_, *pool_, buffers_.get(), bulk_buffers_.get(), io_->ring().features().recvsend_bundle,
+        data_path_, config_, log_, setup_.index});
     for (const Route& route : setup_.routes->routes)
         routes_.push_back(std::make_unique<ShardRoute>(route, setup_.routes, setup_.shards));
     plan_idle_sweep();
@@ -66,6 +68,9 @@ void Shard::setup() {
     std::string copy_buffers = buffers_ ? fmt::format(", {} copy buffers of {} bytes",
                                                       buffers_->count(), buffers_->buffer_size())
                                         : std::string();
+    if (bulk_buffers_)
+        copy_buffers += fmt::format(", {} bulk buffers of {} bytes", bulk_buffers_->count(),
+                                    bulk_buffers_->buffer_size());
     std::string busy_poll = config_.busy_poll.count() > 0
                                 ? fmt::format(", busy-poll {} us", config_.busy_poll.count())
                                 : std::string();
@@ -169,6 +174,17 @@ void Shard::setup_buffers() {
             throw std::runtime_error(fmt::format("data path copy: {}", e.what()));
         log_.warn("{}: forwarding with splice only", e.what());
         data_path_ = DataPath::Splice;
+        return;
+    }
+    // Auto's bulk directions splice (cheaper per GB, docs/bulk-experiments.md), so
+    // only Copy has a use for large buffers.
+    if (data_path_ != DataPath::Copy || config_.bulk_buffers == 0)
+        return;
+    try {
+        bulk_buffers_ = std::make_unique<uring::ProvidedBuffers>(
+            io_->ring(), kBulkBufferGroup, config_.bulk_buffers, config_.bulk_buffer_size);
+    } catch (const uring::RingError& e) {
+        log_.warn("{}: bulk directions keep the small copy buffers", e.what());
     }
 }
 

@@ -42,6 +42,10 @@ void ProxyUnderTest::start(EngineConfig config, const ProxyOptions& options) {
     config.iowq_max_workers = options.iowq_max_workers;
     if (options.copy_buffers != 0)
         config.copy_buffers = options.copy_buffers;
+    if (options.bulk_buffers)
+        config.bulk_buffers = *options.bulk_buffers;
+    if (options.bulk_buffer_size)
+        config.bulk_buffer_size = *options.bulk_buffer_size;
     if (options.data_path)
         config.data_path = *options.data_path;
     else if (auto path = data_path_under_test())

@@ -24,8 +24,10 @@ struct ProxyOptions {
     std::optional<DataPath> data_path;
     // Unset: the mode under test (URING_FWD_TEST_DIRECT), else the engine's default.
     std::optional<DirectDescriptors> direct_descriptors;
-    unsigned direct_table_size = 0; // 0: the engine's default
-    unsigned copy_buffers = 0;      // 0: the engine's default
+    unsigned direct_table_size = 0;              // 0: the engine's default
+    unsigned copy_buffers = 0;                   // 0: the engine's default
+    std::optional<unsigned> bulk_buffers;        // unset: the engine's default
+    std::optional<std::size_t> bulk_buffer_size; // unset: the engine's default
     std::chrono::microseconds busy_poll{0};
     std::chrono::milliseconds bulk_park{0};
     unsigned iowq_max_workers = 0; // 0: the engine's default

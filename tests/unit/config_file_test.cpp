@@ -60,6 +60,9 @@ direct_table_size = 1000
 max_pipes = 64
 pipe_size = 65536
 copy_buffers = 256
+copy_buffer_size = 65536
+bulk_buffers = 8
+bulk_buffer_size = 1048576
 busy_poll = "50us"
 bulk_park = "20ms"
 drain_timeout = "2m"
@@ -116,6 +119,9 @@ listen = ":5432"
     EXPECT_EQ(c.max_pipes, 64u);
     EXPECT_EQ(c.pipe_size, 65536u);
     EXPECT_EQ(c.copy_buffers, 256u);
+    EXPECT_EQ(c.copy_buffer_size, 65536u);
+    EXPECT_EQ(c.bulk_buffers, 8u);
+    EXPECT_EQ(c.bulk_buffer_size, 1048576u);
     EXPECT_EQ(c.busy_poll, 50us);
     EXPECT_EQ(c.bulk_park, 20ms);
     EXPECT_EQ(c.drain_timeout, 2min);
@@ -186,6 +192,8 @@ TEST(ConfigFile, NoEngineTableKeepsEngineDefaults) {
     EXPECT_EQ(c.direct_table_size, 0u);
     EXPECT_EQ(c.max_pipes, defaults.max_pipes);
     EXPECT_EQ(c.copy_buffers, defaults.copy_buffers);
+    EXPECT_EQ(c.bulk_buffers, defaults.bulk_buffers);
+    EXPECT_EQ(c.bulk_buffer_size, defaults.bulk_buffer_size);
     EXPECT_EQ(c.drain_timeout, defaults.drain_timeout);
     EXPECT_EQ(c.log_level, defaults.log_level);
 }
@@ -370,6 +378,14 @@ const ErrorCase kErrorCases[] = {
      {"t.toml:2: [engine] copy_buffers must be a power of two 1..32768, not 100"}},
     {"CopyBuffersTooMany", engine("copy_buffers = 65536\n"),
      {"t.toml:2: [engine] copy_buffers must be a power of two 1..32768, not 65536"}},
+    {"CopyBufferSizeTooSmall", engine("copy_buffer_size = 512\n"),
+     {"t.toml:2: [engine] copy_buffer_size must be 1024..16777216, not 512"}},
+    {"BulkBuffersTooMany", engine("bulk_buffers = 32\n"),
+     {"t.toml:2: [engine] bulk_buffers must be 0 or a power of two 1..16, not 32"}},
+    {"BulkBuffersNotAPowerOfTwo", engine("bulk_buffers = 12\n"),
+     {"t.toml:2: [engine] bulk_buffers must be 0 or a power of two 1..16, not 12"}},
+    {"BulkBufferSizeTooSmall", engine("bulk_buffer_size = 1000\n"),
+     {"t.toml:2: [engine] bulk_buffer_size must be 4096..16777216, not 1000"}},
     {"BusyPollTooLong", engine("busy_poll = \"2s\"\n"),
      {"t.toml:2: [engine] busy_poll must be 0..1s, not \"2s\""}},
     {"DrainTimeoutBadUnit", engine("drain_timeout = \"30 s\"\n"),

@@ -94,6 +94,12 @@ struct EngineConfig {
     // holds at most two (one being sent, one received meanwhile) and none while idle.
     unsigned copy_buffers = 128;
     std::size_t copy_buffer_size = 32 * 1024;
+    // Copy path, bulk directions (data_path Copy only): a second group of large
+    // buffers per shard (a power of two up to 16, 0 = none) that a direction receives
+    // into once it has filled two small buffers in a row, with receive bundles where
+    // the kernel has them (6.10). A bulk direction stops receiving while it holds 8.
+    unsigned bulk_buffers = 16;
+    std::size_t bulk_buffer_size = 256 * 1024;
 
     // Opt-in low latency: a shard with nothing to do polls its ring for up to this
     // long before it sleeps, so a message arriving meanwhile is handled without waking

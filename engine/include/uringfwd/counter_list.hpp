@@ -27,6 +27,8 @@
     X(copy_receives, Counter, "copy path: receives that brought bytes")                            \
     X(copy_sends, Counter, "copy path: sends completed")                                           \
     X(buffers_out, Gauge, "copy buffers held now (received, not all sent)")                        \
+    X(bulk_receives, Counter, "copy path: receives into the bulk buffers (data path copy)")        \
+    X(bundles, Counter, "copy path: receives that filled several bulk buffers at once")            \
     X(buffer_waits, Counter, "receives that found every copy buffer out")                          \
     X(switches_to_splice, Counter, "directions that turned bulk and moved to splice")              \
     X(switches_to_copy, Counter, "directions that turned small and moved back to copying")         \
