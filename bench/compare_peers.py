@@ -45,7 +45,9 @@ URING_VARIANTS = {"uring-fwd-copy": ["--data-path", "copy"],
                   # (churn only: the other load tools cannot send a header)
                   "uring-fwd-proxy2": ["--accept-proxy", "--send-proxy", "v2"],
                   # issue 14, experimental: bulk splices wait in the kernel for data
-                  "uring-fwd-parked": ["--bulk-park", "20ms"]}
+                  "uring-fwd-parked": ["--bulk-park", "20ms"],
+                  # issue 14: plain fds instead of the ring's file table (the default)
+                  "uring-fwd-plainfd": ["--direct-descriptors", "off"]}
 # Peers whose clients start with a PROXY header and whose upstream reads one.
 PROXY_PEERS = ("uring-fwd-proxy2",)
 # Extra --upstream copies of the upstream a variant gets (a pool of 1 + this many).

@@ -113,6 +113,7 @@ void Shard::dispatch(const uring::Completion& c) {
     case Op::Accept:
     case Op::AcceptPause:
     case Op::ListenerCancel:
+    case Op::ListenerCloseFile: // a client accepted after stop(), closed unserved
         on_listener_op(t, c);
         break;
     case Op::PipeRetry:
