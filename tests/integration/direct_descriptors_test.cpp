@@ -1,4 +1,4 @@
-// Direct descriptors (docs/kernel.md §12) over real sockets: connections live in slots
+// Direct descriptors (docs/kernel.md §11) over real sockets: connections live in slots
 // of the shard's registered file table while open and give every slot back when they
 // close; a full table resets the client it cannot serve, with a clear log line and a
 // counter, while the others keep forwarding; the observer still sees the client's
