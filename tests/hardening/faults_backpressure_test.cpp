@@ -34,6 +34,21 @@ struct PushOutcome {
     uint64_t peak_rss = 0;
 };
 
+// The binary's counters once no connection is open and no pipe leased, or the last ones
+// read when that did not happen within 5 s. Called after the fd count has reached its
+// floor, which can come a moment before the shard has finished the connection's
+// bookkeeping (its pipe closes first); the counters follow at once.
+std::optional<Counters> wait_until_no_connection(BinaryProcess& process) {
+    std::optional<Counters> last;
+    eventually(
+        [&] {
+            last = request_totals(process, Deadline{5s});
+            return last && last->at("active") == 0 && last->at("pipes_leased") == 0;
+        },
+        Deadline{5s});
+    return last;
+}
+
 // Sends up to kPush bytes without blocking for `duration`, sampling the binary's RSS.
 PushOutcome push_for(int fd, pid_t binary, Clock::duration duration) {
     PushOutcome out;
@@ -105,15 +120,7 @@ TEST_P(FaultBackpressure, StalledUpstreamBoundsMemoryAndCleansUp) {
     }
     EXPECT_TRUE(eventually([&] { return count_open_fds(pid) <= fds_before; }, Deadline{5s}))
         << "fds " << fds_before << " before, " << count_open_fds(pid) << " after";
-    // The fd count can reach its floor a moment before the shard has finished the
-    // connection's bookkeeping (its pipe closes first); the counters follow at once.
-    std::optional<Counters> after;
-    EXPECT_TRUE(eventually(
-        [&] {
-            after = request_totals(*fwd.process, Deadline{5s});
-            return after && after->at("active") == 0 && after->at("pipes_leased") == 0;
-        },
-        Deadline{5s}));
+    const std::optional<Counters> after = wait_until_no_connection(*fwd.process);
     ASSERT_TRUE(after.has_value());
     EXPECT_EQ(after->at("active"), 0u);
     EXPECT_EQ(after->at("pipes_leased"), 0u);
@@ -147,14 +154,7 @@ TEST(FaultBackpressureMirror, UpstreamResetWhileClientStalledCleansUp) {
 
     EXPECT_TRUE(eventually([&] { return count_open_fds(pid) <= fds_before; }, Deadline{5s}))
         << "fds " << fds_before << " before, " << count_open_fds(pid) << " after";
-    // As above: the counters may trail the fd count by a moment.
-    std::optional<Counters> after;
-    EXPECT_TRUE(eventually(
-        [&] {
-            after = request_totals(*fwd.process, Deadline{5s});
-            return after && after->at("active") == 0 && after->at("pipes_leased") == 0;
-        },
-        Deadline{5s}));
+    const std::optional<Counters> after = wait_until_no_connection(*fwd.process);
     ASSERT_TRUE(after.has_value());
     EXPECT_EQ(after->at("active"), 0u);
     EXPECT_EQ(after->at("pipes_leased"), 0u);
