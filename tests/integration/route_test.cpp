@@ -150,8 +150,11 @@ TEST(Routes, MaglevSpreadsClientsEvenlyAndKeepsEachOnItsMember) {
     }
     for (char name : std::string("abcde"))
         EXPECT_NEAR(seen[name], kClients / 5, kClients / 20) << name; // ±5 % of even
-    // Removing one of five members moves its fifth of the clients, and few others.
-    EXPECT_LE(moved, kClients * 22 / 100);
+    // Removing one of five members moves its clients (all of them: their member is gone),
+    // and few others. Bound the others, not the total: e's own share varies by a few per
+    // cent with the hash (2205 moved once with e at 2065, of whom 140 were others).
+    EXPECT_GE(moved, seen['e']);
+    EXPECT_LE(moved - seen['e'], kClients * 4 / 100) << "clients of the other members moved";
     std::printf("maglev: a=%d b=%d c=%d d=%d e=%d, moved %d of %d when e was removed\n", seen['a'],
                 seen['b'], seen['c'], seen['d'], seen['e'], moved, kClients);
 }
