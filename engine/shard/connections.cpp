@@ -32,7 +32,7 @@ Endpoint upstream_endpoint(const Connection& conn) {
 
 } // namespace
 
-int Connections::open(uring::FileRef client, bool client_is_tcp, ShardRoute& r,
+int Connections::open(uring::FileRef client, bool set_client_no_delay, ShardRoute& r,
                       std::vector<std::byte> preamble, int upstream_fd, bool inspect,
                       std::shared_ptr<const Inspector> listener_inspector,
                       const SocketAddress* peer, const SocketAddress* local) {
@@ -55,7 +55,7 @@ int Connections::open(uring::FileRef client, bool client_is_tcp, ShardRoute& r,
     ShardCounters& counters = shard_.io.counters();
     bump(counters.accepted);
     bump(counters.active);
-    if (client_is_tcp)
+    if (set_client_no_delay)
         no_delay(conn, conn.client);
     if (upstream_fd >= 0) { // connected by the caller: forward at once
         notify_open(conn);

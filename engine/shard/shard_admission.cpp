@@ -46,7 +46,7 @@ void Shard::open(ShardRoute& route, WaitingClient client) {
     bool direct = client.slot >= 0;
     int err = connections_->open(
         direct ? uring::FileRef::direct(client.slot) : uring::FileRef::plain(client.fd),
-        client.is_tcp, route, std::move(client.preamble), client.upstream_fd, client.inspect,
+        client.set_no_delay, route, std::move(client.preamble), client.upstream_fd, client.inspect,
         std::move(client.listener_inspector), direct ? &client.peer : nullptr,
         direct ? &client.local : nullptr);
     if (err == 0) {

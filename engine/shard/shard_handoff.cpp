@@ -84,8 +84,8 @@ void Shard::take_handoffs() {
         }
         if (handoff.upstream_fd >= 0)
             read_what_waits(handoff);
-        // is_tcp false: it only asks for TCP_NODELAY, which the caller's thread has set
-        // already (api/handoff.cpp prepare_socket).
+        // No TCP_NODELAY to set: the caller's thread has set it already
+        // (api/handoff.cpp prepare_socket).
         admit(*route, {handoff.client_fd, false, std::move(handoff.preamble), handoff.upstream_fd});
     }
 }

@@ -20,7 +20,7 @@ namespace uringfwd::engine {
 
 struct WaitingClient {
     int fd;
-    bool is_tcp;
+    bool set_no_delay;               // TCP_NODELAY still to be set on the client (a TCP listener's)
     std::vector<std::byte> preamble; // handed-over clients (Engine::forward)
     int upstream_fd = -1;            // Engine::forward_pair
     // Accepted by a listener: goes through the route's inspectors. Handed-over
