@@ -47,7 +47,12 @@ URING_VARIANTS = {"uring-fwd-copy": ["--data-path", "copy"],
                   # issue 14, experimental: bulk splices wait in the kernel for data
                   "uring-fwd-parked": ["--bulk-park", "20ms"],
                   # issue 14: plain fds instead of the ring's file table (the default)
-                  "uring-fwd-plainfd": ["--direct-descriptors", "off"]}
+                  "uring-fwd-plainfd": ["--direct-descriptors", "off"],
+                  # issue 19: splices through the ring (IORING_OP_SPLICE pairs on io-wq)
+                  # instead of inline splice(2) on the shard's thread (the default)
+                  "uring-fwd-ring": ["--splice-mechanism", "ring"],
+                  "uring-fwd-ring-splice": ["--data-path", "splice",
+                                            "--splice-mechanism", "ring"]}
 # Peers whose clients start with a PROXY header and whose upstream reads one.
 PROXY_PEERS = ("uring-fwd-proxy2",)
 # Extra --upstream copies of the upstream a variant gets (a pool of 1 + this many).

@@ -21,6 +21,26 @@ std::optional<DataPath> parse_data_path(std::string_view text) {
     return std::nullopt;
 }
 
+std::string_view to_string(SpliceMechanism mechanism) {
+    switch (mechanism) {
+    case SpliceMechanism::Auto:
+        return "auto";
+    case SpliceMechanism::Ring:
+        return "ring";
+    case SpliceMechanism::Inline:
+        return "inline";
+    }
+    return "?";
+}
+
+std::optional<SpliceMechanism> parse_splice_mechanism(std::string_view text) {
+    for (SpliceMechanism m :
+         {SpliceMechanism::Auto, SpliceMechanism::Ring, SpliceMechanism::Inline})
+        if (text == to_string(m))
+            return m;
+    return std::nullopt;
+}
+
 std::string_view to_string(DirectDescriptors mode) {
     switch (mode) {
     case DirectDescriptors::Auto:

@@ -32,6 +32,7 @@ std::vector<std::string> Engine::Impl::needs_restart(const EngineConfig& next) c
               next.iowq_max_workers == now.iowq_max_workers,
           "io-wq workers");
     check(next.data_path == now.data_path, "data path");
+    check(next.splice_mechanism == now.splice_mechanism, "splice mechanism");
     check(next.max_pipes == now.max_pipes && next.pipe_size == now.pipe_size, "pipes");
     check(next.copy_buffers == now.copy_buffers && next.copy_buffer_size == now.copy_buffer_size &&
               next.bulk_buffers == now.bulk_buffers &&

@@ -86,6 +86,8 @@ void apply_engine_flags(const CLI::App& app, const Flags& flags, EngineConfig& c
         config.direct_descriptors = *parse_direct_descriptors(flags.direct_descriptors);
     if (given("--data-path"))
         config.data_path = *parse_data_path(flags.data_path); // checked by IsMember
+    if (given("--splice-mechanism"))
+        config.splice_mechanism = *parse_splice_mechanism(flags.splice_mechanism); // IsMember
     if (given("--copy-buffers"))
         config.copy_buffers = flags.copy_buffers;
     if (given("--copy-buffer-size"))
@@ -203,6 +205,12 @@ void add_flags(CLI::App& app, Flags& flags) {
                    "(receive + send, inline) or auto (per direction: copy small messages, "
                    "splice bulk)")
         ->check(CLI::IsMember({"splice", "copy", "auto"}))
+        ->capture_default_str();
+    app.add_option("--splice-mechanism", flags.splice_mechanism,
+                   "how splices run: inline (non-blocking splice(2) on the shard's thread "
+                   "once the ring reports the socket ready), ring (IORING_OP_SPLICE pairs, "
+                   "each on an io-wq kernel thread) or auto (inline where it can be had)")
+        ->check(CLI::IsMember({"auto", "ring", "inline"}))
         ->capture_default_str();
     app.add_option("--direct-descriptors", flags.direct_descriptors,
                    "sockets in each shard's io_uring file table instead of the process's fd "

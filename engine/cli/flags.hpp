@@ -45,6 +45,7 @@ struct Flags {
     std::string iowq_cpus = "cpu";
     unsigned iowq_max_workers = EngineConfig{}.iowq_max_workers;
     std::string data_path = "auto";
+    std::string splice_mechanism = "auto";
     std::string direct_descriptors = "auto";
     unsigned copy_buffers = EngineConfig{}.copy_buffers;
     std::size_t copy_buffer_size = EngineConfig{}.copy_buffer_size;

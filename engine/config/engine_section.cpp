@@ -118,6 +118,8 @@ void read_engine_section(const toml::table& table, const TopologyReader& read_to
         config.iowq_max_workers = static_cast<unsigned>(*v);
     if (const auto v = reader.one_of("data_path", {"splice", "copy", "auto"}))
         config.data_path = *parse_data_path(*v);
+    if (const auto v = reader.one_of("splice_mechanism", {"auto", "ring", "inline"}))
+        config.splice_mechanism = *parse_splice_mechanism(*v);
     if (const auto v = reader.one_of("direct_descriptors", {"auto", "on", "off"}))
         config.direct_descriptors = *parse_direct_descriptors(*v);
     if (const auto v = reader.integer("direct_table_size", 0, 1 << 20))

@@ -108,6 +108,10 @@ struct Connection {
     // The listen address's inspector (routes sharing it), after the route's chain.
     std::shared_ptr<const Inspector> listener_inspector;
 
+    // The socket a direction reads from, and the one it writes to.
+    ConnSocket& source(Side side) { return side == Side::ToUpstream ? client : upstream; }
+    ConnSocket& destination(Side side) { return side == Side::ToUpstream ? upstream : client; }
+
     Direction& dir(Side side) { return dirs[static_cast<int>(side)]; }
     const Direction& dir(Side side) const { return dirs[static_cast<int>(side)]; }
     bool both_done() const {

@@ -219,6 +219,11 @@ void Connections::on_completion(const OpTag& t, const uring::Completion& c) {
         --conn.socket_ops;
         on_half_close(conn, t.side, c.result);
         break;
+    case Op::InstallFd:
+        --conn.socket_ops;
+        directions_.on_fd_installed(conn, t.side, c.result,
+                                    [&](Side side, const Outcome& o) { handle(conn, side, o); });
+        break;
     case Op::Preamble:
         on_preamble_sent(conn, c.result);
         break;

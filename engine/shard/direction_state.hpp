@@ -20,9 +20,10 @@ enum class DirState : uint8_t {
     Idle,        // not started (connection still connecting)
     PollingIn,   // one-shot POLLIN armed on the source; holds no pipe
     WaitingPipe, // source readable, no pipe free: queued for one
-    Splicing,    // socket->pipe->socket pair in flight
+    WaitingFd,   // inline: a plain fd is being installed for a socket in a slot
+    Splicing,    // socket->pipe->socket pair in flight (inline: being spliced now)
     PollingOut,  // bytes in the pipe, destination full: POLLOUT armed
-    Draining,    // pipe->socket splice in flight
+    Draining,    // pipe->socket splice in flight (ring only)
     Copying,     // copy path: receives and sends in flight or queued (see Direction)
     Done,        // source ended, everything delivered, destination's write side shut
 };
@@ -56,6 +57,8 @@ struct Direction {
     uint8_t pair_pending = 0;
     bool watching = false; // a multishot error watch is armed on src
     bool parked = false;   // src made blocking: its splices wait in the kernel (bulk_park)
+    // Splices run inline (splice(2) on the shard's thread) rather than through the ring.
+    bool inline_splice = false;
 
     // Copy path. A few chunks (kMaxSmallHeld small or kMaxBulkHeld bulk buffers,
     // direction_logic.hpp): received while the previous ones are sent; order is kept by

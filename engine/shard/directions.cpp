@@ -23,6 +23,7 @@ constexpr std::chrono::milliseconds kPipeRetryDelay{50};
 Outcome Directions::start(Connection& conn, Side side) {
     Direction& dir = conn.dir(side);
     dir.path = shard_.buffers != nullptr ? first_path(shard_.data_path) : Path::Splice;
+    dir.inline_splice = shard_.inline_splice;
     if (dir.path == Path::Copy)
         return pump_copy(conn, side);
     start_reading(conn, side);
@@ -74,11 +75,25 @@ Outcome Directions::on_readable(Connection& conn, Side side, int result) {
         bump(shard_.io.counters().pipe_waits);
         return Outcome::running();
     }
-    start_pair(conn, side);
+    return start_pair(conn, side);
+}
+
+Outcome Directions::start_pair(Connection& conn, Side side) {
+    Direction& dir = conn.dir(side);
+    if (dir.inline_splice) {
+        if (inline_fds_ready(conn, side))
+            return pump_inline(conn, side);
+        if (dir.inline_splice) { // an install is under way; on_fd_installed() goes on
+            dir.state = DirState::WaitingFd;
+            return Outcome::running();
+        }
+        // No fd could be had for a slot: this direction splices through the ring.
+    }
+    submit_pair(conn, side);
     return Outcome::running();
 }
 
-void Directions::start_pair(Connection& conn, Side side) {
+void Directions::submit_pair(Connection& conn, Side side) {
     Direction& dir = conn.dir(side);
     dir.state = DirState::Splicing;
     dir.pair_pending = 2;
@@ -132,6 +147,8 @@ Outcome Directions::on_writable(Connection& conn, Side side, int result) {
     if (result < 0)
         return destination_failed(side, "polling", result);
     Direction& dir = conn.dir(side);
+    if (dir.inline_splice)
+        return drain_inline(conn, side);
     dir.state = DirState::Draining;
     shard_.io.splice(conn.in_flight, conn.tag(Op::Drain, side),
                      uring::FileRef::plain(dir.pipe->read_fd()), dir.dst,
@@ -159,15 +176,14 @@ Outcome Directions::follow(Connection& conn, Side side, Next next, int read_resu
     case Next::SpliceAgain:
         dir.small_in_a_row = 0; // a bulk read
         park(conn, side);       // if bulk_park is on
-        start_pair(conn, side);
-        return Outcome::running();
+        return start_pair(conn, side);
     case Next::WaitReadable: {
         bool small = splice_turns_small(shard_.data_path, parked_size(dir.parked, read_result),
                                         dir.pipe->capacity(), dir.small_in_a_row);
         // Parked, after a read or a drain (read_result 0): the next splice waits in the
         // kernel for the next bytes, no poll. -EAGAIN: it waited bulk_park in vain.
         if (dir.parked && read_result >= 0 && !small) {
-            start_pair(conn, side);
+            submit_pair(conn, side); // a parked direction splices through the ring
             return Outcome::running();
         }
         unpark(conn, side); // idle for bulk_park (the splice timed out), or turning small
@@ -206,7 +222,9 @@ Outcome Directions::follow(Connection& conn, Side side, Next next, int read_resu
 Outcome Directions::end_direction(Connection& conn, Side side) {
     Direction& dir = conn.dir(side);
     // Half-close: pass the FIN on; the other direction keeps flowing.
-    if (dir.dst.fixed) {
+    if (int fd = conn.destination(side).syscall_fd(); dir.dst.fixed && fd >= 0) {
+        ::shutdown(fd, SHUT_WR); // the fd installed for inline splices
+    } else if (dir.dst.fixed) {
         // A slot has no fd for shutdown(2), and IORING_OP_SHUTDOWN always runs on an
         // io-wq worker (io_uring/net.c io_shutdown_prep sets REQ_F_FORCE_ASYNC): a
         // kernel thread per half-close. A plain fd installed for a moment (inline)
@@ -277,11 +295,11 @@ void Directions::release_pipe(Direction& dir, bool verify) {
 }
 
 void Directions::resume_waiters(ConnectionTable& table, const OutcomeHandler& handle) {
-    resume_pipe_waiters(table);
+    resume_pipe_waiters(table, handle);
     resume_buffer_waiters(table, handle);
 }
 
-void Directions::resume_pipe_waiters(ConnectionTable& table) {
+void Directions::resume_pipe_waiters(ConnectionTable& table, const OutcomeHandler& handle) {
     while (!pipe_waiters_.empty()) {
         Waiting w = pipe_waiters_.front();
         Connection* conn = table.find(w.slot, w.generation);
@@ -295,7 +313,7 @@ void Directions::resume_pipe_waiters(ConnectionTable& table) {
             break;
         pipe_waiters_.pop_front();
         conn->dir(w.side).pipe = std::move(pipe);
-        start_pair(*conn, w.side);
+        handle(*conn, w.side, start_pair(*conn, w.side));
     }
     // If no pipe is out, none will come back to wake the waiters: the kernel refused
     // to make one (fd or pipe budget). Try again a little later.

@@ -53,6 +53,11 @@ public:
     Outcome start(Connection& conn, Side side);
     // A completion of one of the direction's operations (PollIn ... ErrorWatch).
     Outcome on_completion(Connection& conn, Side side, Op op, const uring::Completion& c);
+    // A plain fd was installed (result >= 0) or could not be (a negated errno) for the
+    // source socket of `side` (Op::InstallFd): the directions waiting for it splice,
+    // inline or, without it, through the ring. Each direction's outcome goes to `handle`.
+    void on_fd_installed(Connection& conn, Side side, int result,
+                         const std::function<void(Side, const Outcome&)>& handle);
 
     // Watches the direction's source for a reset while nothing reads from it (see the
     // definition); unwatch cancels that.
@@ -82,7 +87,10 @@ private:
     // Splice path
     void start_reading(Connection& conn, Side side);
     Outcome on_readable(Connection& conn, Side side, int result);
-    void start_pair(Connection& conn, Side side);
+    // Starts moving what the source has, by the direction's mechanism: a ring pair, or
+    // inline splices at once (which may end the direction).
+    Outcome start_pair(Connection& conn, Side side);
+    void submit_pair(Connection& conn, Side side);
     Outcome on_pair_half(Connection& conn, Side side, Op op, int result);
     Outcome on_writable(Connection& conn, Side side, int result);
     Outcome on_drained(Connection& conn, Side side, int result);
@@ -96,7 +104,17 @@ private:
     void park(Connection& conn, Side side);
     void unpark(Connection& conn, Side side);
     unsigned park_limit() const;
-    void resume_pipe_waiters(ConnectionTable& table);
+    void resume_pipe_waiters(ConnectionTable& table, const OutcomeHandler& handle);
+
+    // Inline splices (directions_inline.cpp, docs/kernel.md §1.9).
+    // Whether both sockets of the direction have an fd for splice(2); asks the ring to
+    // install one for a slot that has none yet.
+    bool inline_fds_ready(Connection& conn, Side side);
+    // Source -> pipe -> destination with splice(2) until the source is empty, the
+    // destination full or the round budget spent; the pipe is leased and empty.
+    Outcome pump_inline(Connection& conn, Side side);
+    // The destination became writable: what the pipe holds, inline.
+    Outcome drain_inline(Connection& conn, Side side);
 
     // Copy path
     Outcome pump_copy(Connection& conn, Side side);

@@ -59,6 +59,8 @@ enum class Op : uint8_t {
     SocketOpt, // setsockopt (TCP_NODELAY) or shutdown through the ring: nothing to do after
     CloseFile, // a slot closed (with SO_LINGER {1, 0} first when resetting)
     HalfClose, // a plain fd installed for a slot, to shutdown(SHUT_WR) the socket
+    InstallFd, // a plain fd installed for a slot, kept for inline splices; side: the
+               // direction whose source the socket is (ToUpstream: the client's)
 };
 
 inline bool is_splice(Op op) {

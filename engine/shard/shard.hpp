@@ -120,6 +120,8 @@ private:
     void on_listener_op(const OpTag& tag, const uring::Completion& c);
     void open_connection(Listener& listener, int client_fd);
     void setup_direct_descriptors();
+    // SpliceMechanism resolved for this shard: whether splicing directions go inline.
+    bool choose_inline_splice() const;
     // A client of `route`: opened now, or queued while the route is at its limit.
     void admit(ShardRoute& route, WaitingClient client);
     void open(ShardRoute& route, WaitingClient client);

@@ -27,6 +27,9 @@ struct ShardContext {
     // Sockets go into slots of the ring's registered file table (direct descriptors):
     // the engine asked for them and this kernel has every piece (Shard::setup_ring()).
     bool direct = false;
+    // Splicing directions splice inline, with splice(2) on the shard's thread, instead
+    // of through the ring (SpliceMechanism; Shard::setup() decides).
+    bool inline_splice = false;
     // The time of the batch of completions being handled: read once per batch.
     std::chrono::steady_clock::time_point now{};
 };

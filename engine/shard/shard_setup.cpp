@@ -51,6 +51,7 @@ void Shard::setup() {
             return shard_route_of(table, index);
         });
     context_->direct = direct_;
+    context_->inline_splice = choose_inline_splice();
     for (ListenerSetup ls : setup_.listeners) {
         ls.direct = direct_;
         listeners_.push_back(std::make_unique<Listener>(*io_, log_, ls));
@@ -75,12 +76,32 @@ void Shard::setup() {
                                 ? fmt::format(", busy-poll {} us", config_.busy_poll.count())
                                 : std::string();
     description_ = fmt::format(
-        "cpu {}, data path {}, pipes {} bytes (at most {}){}, steering {}{}, {}{}", setup_.cpu,
-        to_string(data_path_), pool_->pipe_size(), pool_->max_pipes(), copy_buffers,
-        listeners_.front()->steering(), busy_poll, io_->ring().features().describe(),
+        "cpu {}, data path {}, splices {}, pipes {} bytes (at most {}){}, steering {}{}, {}{}",
+        setup_.cpu, to_string(data_path_), context_->inline_splice ? "inline" : "ring",
+        pool_->pipe_size(), pool_->max_pipes(), copy_buffers, listeners_.front()->steering(),
+        busy_poll, io_->ring().features().describe(),
         direct_ ? fmt::format(" direct-descriptors={}", io_->ring().file_table_slots())
                 : std::string());
     log_pool_notices();
+}
+
+bool Shard::choose_inline_splice() const {
+    // A parked source is blocking (bulk_park, docs/kernel.md §1.8): a splice(2) on the
+    // shard's thread from or into it could wait, so parking keeps the ring's splices.
+    bool parking = config_.bulk_park.count() > 0;
+    switch (config_.splice_mechanism) {
+    case SpliceMechanism::Ring:
+        return false;
+    case SpliceMechanism::Inline:
+        if (parking)
+            throw std::runtime_error("splice_mechanism = \"inline\" cannot be had with "
+                                     "bulk_park: a parked socket is blocking, and an inline "
+                                     "splice must never wait; use \"ring\" or \"auto\"");
+        return true;
+    case SpliceMechanism::Auto:
+        return !parking;
+    }
+    return false;
 }
 
 void Shard::make_group_inspectors() {

@@ -75,6 +75,8 @@ public:
         config.log_level = LogLevel::Info;
         if (auto direct = direct_descriptors_under_test())
             config.direct_descriptors = *direct;
+        if (auto mechanism = splice_mechanism_under_test())
+            config.splice_mechanism = *mechanism;
         config.log_sink = [logs = logs_](LogLevel level, std::string_view line) {
             std::lock_guard lock(logs->mu);
             logs->lines.push_back(fmt::format("[{}] {}", to_string(level), line));

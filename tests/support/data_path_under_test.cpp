@@ -30,11 +30,23 @@ std::optional<DirectDescriptors> direct_descriptors_under_test() {
     return mode;
 }
 
+std::optional<SpliceMechanism> splice_mechanism_under_test() {
+    const char* text = std::getenv("URING_FWD_TEST_SPLICE");
+    if (text == nullptr || *text == '\0')
+        return std::nullopt;
+    std::optional<SpliceMechanism> mechanism = parse_splice_mechanism(text);
+    if (!mechanism)
+        throw std::invalid_argument(
+            std::string("URING_FWD_TEST_SPLICE: not auto, ring or inline: ") + text);
+    return mechanism;
+}
+
 std::vector<std::string> with_data_path_under_test(const std::string& program,
                                                    std::vector<std::string> args) {
     std::optional<DataPath> path = data_path_under_test();
     std::optional<DirectDescriptors> direct = direct_descriptors_under_test();
-    if (!path && !direct)
+    std::optional<SpliceMechanism> mechanism = splice_mechanism_under_test();
+    if (!path && !direct && !mechanism)
         return args;
     auto has = [&](const char* word) {
         return std::find(args.begin(), args.end(), word) != args.end();
@@ -50,6 +62,12 @@ std::vector<std::string> with_data_path_under_test(const std::string& program,
     if (direct && !has("--direct-descriptors")) {
         args.push_back("--direct-descriptors");
         args.emplace_back(to_string(*direct));
+    }
+    // bulk_park cannot be had with inline splices: a command line that parks keeps the
+    // engine's choice (auto: the ring).
+    if (mechanism && !has("--splice-mechanism") && !has("--bulk-park")) {
+        args.push_back("--splice-mechanism");
+        args.emplace_back(to_string(*mechanism));
     }
     return args;
 }

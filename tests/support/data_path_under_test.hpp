@@ -22,9 +22,17 @@ std::optional<DataPath> data_path_under_test();
 // std::invalid_argument for another value.
 std::optional<DirectDescriptors> direct_descriptors_under_test();
 
+// The splice mechanism the suites run the engine with (URING_FWD_TEST_SPLICE=
+// auto|ring|inline; unset: the engine's default, inline where it can be had). meson runs
+// the integration suite once more on the splice path with `ring`, so the ring's pairs
+// stay checked now that they are not the default. Throws std::invalid_argument for
+// another value.
+std::optional<SpliceMechanism> splice_mechanism_under_test();
+
 // args for a uring-fwd command line (the binary's own, or a wrapper's that runs it,
 // given as `program`), with --data-path added when a path is under test and the
-// command line does not choose one itself; --direct-descriptors the same way.
+// command line does not choose one itself; --direct-descriptors and
+// --splice-mechanism the same way.
 std::vector<std::string> with_data_path_under_test(const std::string& program,
                                                    std::vector<std::string> args);
 

@@ -54,6 +54,11 @@ void ProxyUnderTest::start(EngineConfig config, const ProxyOptions& options) {
         config.direct_descriptors = *options.direct_descriptors;
     else if (auto direct = direct_descriptors_under_test())
         config.direct_descriptors = *direct;
+    if (options.splice_mechanism)
+        config.splice_mechanism = *options.splice_mechanism;
+    else if (auto mechanism = splice_mechanism_under_test();
+             mechanism && options.bulk_park.count() == 0)
+        config.splice_mechanism = *mechanism;
     config.direct_table_size = options.direct_table_size;
     config.log_sink = [logs = logs_](LogLevel level, std::string_view line) {
         std::lock_guard lock(logs->mu);

@@ -24,6 +24,8 @@ struct ProxyOptions {
     std::optional<DataPath> data_path;
     // Unset: the mode under test (URING_FWD_TEST_DIRECT), else the engine's default.
     std::optional<DirectDescriptors> direct_descriptors;
+    // Unset: the mechanism under test (URING_FWD_TEST_SPLICE), else the engine's default.
+    std::optional<SpliceMechanism> splice_mechanism;
     unsigned direct_table_size = 0;              // 0: the engine's default
     unsigned copy_buffers = 0;                   // 0: the engine's default
     std::optional<unsigned> bulk_buffers;        // unset: the engine's default

@@ -55,6 +55,7 @@ steering = false
 iowq_cpus = "node"
 iowq_max_workers = 8
 data_path = "copy"
+splice_mechanism = "ring"
 direct_descriptors = "off"
 direct_table_size = 1000
 max_pipes = 64
@@ -114,6 +115,7 @@ listen = ":5432"
     EXPECT_EQ(c.worker_placement, EngineConfig::WorkerPlacement::ShardNode);
     EXPECT_EQ(c.iowq_max_workers, 8u);
     EXPECT_EQ(c.data_path, DataPath::Copy);
+    EXPECT_EQ(c.splice_mechanism, SpliceMechanism::Ring);
     EXPECT_EQ(c.direct_descriptors, DirectDescriptors::Off);
     EXPECT_EQ(c.direct_table_size, 1000u);
     EXPECT_EQ(c.max_pipes, 64u);
@@ -189,6 +191,7 @@ TEST(ConfigFile, NoEngineTableKeepsEngineDefaults) {
     EXPECT_EQ(c.steer_by_cpu, defaults.steer_by_cpu);
     EXPECT_EQ(c.data_path, defaults.data_path);
     EXPECT_EQ(c.direct_descriptors, DirectDescriptors::Auto);
+    EXPECT_EQ(c.splice_mechanism, SpliceMechanism::Auto);
     EXPECT_EQ(c.direct_table_size, 0u);
     EXPECT_EQ(c.max_pipes, defaults.max_pipes);
     EXPECT_EQ(c.copy_buffers, defaults.copy_buffers);
@@ -365,6 +368,8 @@ const ErrorCase kErrorCases[] = {
      {"t.toml:2: [engine] iowq_max_workers must be 0..65536, not 70000"}},
     {"DataPathUnknown", engine("data_path = \"zerocopy\"\n"),
      {"t.toml:2: [engine] data_path must be splice, copy or auto, not \"zerocopy\""}},
+    {"SpliceMechanismUnknown", engine("splice_mechanism = \"io-wq\"\n"),
+     {"t.toml:2: [engine] splice_mechanism must be auto, ring or inline, not \"io-wq\""}},
     {"DirectDescriptorsUnknown", engine("direct_descriptors = \"yes\"\n"),
      {"t.toml:2: [engine] direct_descriptors must be auto, on or off, not \"yes\""}},
     {"DirectTableSizeTooLarge", engine("direct_table_size = 2000000\n"),

@@ -32,6 +32,24 @@ enum class DataPath {
 std::string_view to_string(DataPath path);
 std::optional<DataPath> parse_data_path(std::string_view text); // "splice", "copy", "auto"
 
+// How a splicing direction runs its splices (docs/kernel.md §1.9).
+enum class SpliceMechanism {
+    // Inline wherever it can be had: without bulk_park (which makes sockets blocking),
+    // and, for sockets in slots of the file table, once a plain fd could be installed
+    // for them; the ring's chain otherwise. Inline measured cheaper on every bulk
+    // workload of bench/compare (docs/bulk-experiments.md, issue 19).
+    Auto,
+    // IORING_OP_SPLICE, socket -> pipe hard-linked to pipe -> socket: every pair runs
+    // on an io-wq kernel worker, a hop of 10-15 us (docs/kernel.md §1.1, §1.7).
+    Ring,
+    // Readiness from the ring (a one-shot poll), then non-blocking splice(2) on the
+    // shard's own thread, socket -> pipe -> socket, repeated while the source has data
+    // and the destination takes it, within a budget per wake-up: no kernel worker.
+    Inline,
+};
+std::string_view to_string(SpliceMechanism mechanism);
+std::optional<SpliceMechanism> parse_splice_mechanism(std::string_view text); // auto|ring|inline
+
 // Registered ("direct") descriptors: sockets live in slots of each shard's io_uring
 // file table instead of the process's fd table (docs/kernel.md §12). Each operation
 // then skips a file-table lookup, and a shard may hold as many sockets as its table
@@ -90,6 +108,8 @@ struct EngineConfig {
     unsigned iowq_max_workers = 0;
 
     DataPath data_path = DataPath::Auto;
+    // How splices run (see SpliceMechanism); Inline cannot be had with bulk_park.
+    SpliceMechanism splice_mechanism = SpliceMechanism::Auto;
     // Copy path: buffers per shard (a power of two) and their size. A copying direction
     // holds at most two (one being sent, one received meanwhile) and none while idle.
     unsigned copy_buffers = 128;

@@ -16,6 +16,9 @@
     X(splices, Counter, "splice operations completed")                                             \
     X(short_splices, Counter, "pipe->socket splices that moved less than the pipe held")           \
     X(eagains, Counter, "splices that returned EAGAIN")                                            \
+    X(inline_splices, Counter, "splices made by splice(2) on the shard's thread (inline)")         \
+    X(inline_yields, Counter, "inline splicing stopped with data left, to let others run")         \
+    X(fd_installs, Counter, "plain fds installed for sockets in slots, for inline splices")        \
     X(enters, Counter, "io_uring_enter calls")                                                     \
     X(completions, Counter, "completions (CQEs) reaped")                                           \
     X(pipes_created, Counter, "pipes created")                                                     \
