@@ -157,7 +157,8 @@ def parse_args(argv: list[str]):
     ap.add_argument("--workloads", default="all",
                     help="comma list of " + ",".join(ALL_WORKLOADS) + " or groups "
                     + ",".join(WORKLOAD_GROUPS) + " (default all)")
-    ap.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 3; 1 with --quick)")
+    ap.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 5, enough for a median that a flip "
+                         "between two values in one round cannot move; 1 with --quick)")
     ap.add_argument("--quick", action="store_true", help="smoke run: 1 round, 1 s loads, 128M syscall transfer")
     ap.add_argument("--duration", type=int, default=None, help="iperf3 -t seconds (default 10)")
     ap.add_argument("--rr-duration", type=int, default=None, help="sockperf -t seconds (default 10)")
@@ -185,7 +186,7 @@ def parse_args(argv: list[str]):
     ap.add_argument("--keep-tmp", action="store_true", help="keep configs and logs in the temp dir")
     a = ap.parse_args(argv)
     q = a.quick
-    a.rounds = a.rounds if a.rounds is not None else (1 if q else 3)
+    a.rounds = a.rounds if a.rounds is not None else (1 if q else 5)
     a.duration = a.duration if a.duration is not None else (1 if q else 10)
     a.rr_duration = a.rr_duration if a.rr_duration is not None else (1 if q else 10)
     a.churn_duration = a.churn_duration if a.churn_duration is not None else (1 if q else 10)

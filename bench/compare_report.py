@@ -86,6 +86,8 @@ def summarise(results: dict, peers: list[str], workloads: list[str]) -> dict:
                 if vals:
                     med.setdefault(w, {}).setdefault(p, {})[k] = statistics.median(vals)
                     med[w][p][k + "__n"] = len(vals)
+                    med[w][p][k + "__min"] = min(vals)
+                    med[w][p][k + "__max"] = max(vals)
     return {"medians": med, "reasons": reasons}
 
 
@@ -122,6 +124,31 @@ def baseline_table(meta: dict, med: dict, results: dict, rows: list) -> list[str
         spread = "n/a" if not pr else f"{min(pr):.3f}–{max(pr):.3f}" if len(pr) > 1 else f"{pr[0]:.3f}"
         L.append(f"| {label} | {unit} | {'higher' if hib else 'lower'} | {fmt(v, unit)} | "
                  f"{fmt(u, unit)} | {ratio} | {change} | {spread} |")
+    L.append("")
+    return L
+
+
+def spread_table(med: dict, rows: list, peers: list[str]) -> list[str]:
+    """Each median's spread over the rounds, max ÷ min: the noise beside the figure. A
+    spread far above the others' on one row is a finding (a figure that flips between two
+    values), not noise to average away."""
+    L = ["## Spread over rounds (max ÷ min)", "",
+         "1.00× = every round gave the same figure; n = rounds that measured it.", "",
+         "| Metric | " + " | ".join(peers) + " |", "|---|" + "---:|" * len(peers)]
+    for label, w, k, unit, _ in rows:
+        if k.startswith("iowq") or unit == "KiB":
+            continue
+        cells, any_val = [], False
+        for p in peers:
+            m = med.get(w, {}).get(p, {})
+            lo, hi, n = m.get(k + "__min"), m.get(k + "__max"), m.get(k + "__n")
+            if lo is None or not lo:
+                cells.append("n/a")
+                continue
+            any_val = True
+            cells.append(f"{hi / lo:.2f}× (n={n})")
+        if any_val:
+            L.append(f"| {label} | " + " | ".join(cells) + " |")
     L.append("")
     return L
 
@@ -163,6 +190,7 @@ def markdown(meta: dict, summary: dict, results: dict, peers: list[str], workloa
             continue
         L.append(f"| {label} | {unit} | " + " | ".join(cells) + " |")
     L.append("")
+    L += spread_table(med, rows, shown_peers)
     if "baseline" in meta and {"uring-fwd", BASE_PEER} <= set(peers):
         L += baseline_table(meta, med, results, rows)
     L += floor_tables(med, peers, workloads, fmt)
