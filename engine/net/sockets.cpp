@@ -68,8 +68,8 @@ UniqueFd open_stream_socket(const SocketAddress& address) {
     return UniqueFd(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
 }
 
-void set_no_delay(int fd) {
-    enable(fd, IPPROTO_TCP, TCP_NODELAY);
+bool set_no_delay(int fd) {
+    return enable(fd, IPPROTO_TCP, TCP_NODELAY) == 0;
 }
 
 void set_reset_on_close(int fd) {

@@ -24,7 +24,8 @@ UniqueFd open_stream_socket(const SocketAddress& address);
 
 // Small writes go out at once: splice already hands the kernel large chunks, and a
 // forwarder must not add Nagle delay to request/response traffic. No-op on Unix sockets.
-void set_no_delay(int fd);
+// Whether it could be set (a TCP socket).
+bool set_no_delay(int fd);
 
 // Makes close() send RST instead of FIN (SO_LINGER {1, 0}), so the peer learns the
 // stream was cut rather than ended.

@@ -220,11 +220,24 @@ Outcome Directions::follow(Connection& conn, Side side, Next next, int read_resu
 }
 
 Outcome Directions::end_direction(Connection& conn, Side side) {
+    // Half-close: pass the FIN on; the other direction keeps flowing. When the other
+    // direction has finished already, the connection closes now (Connections::handle),
+    // and closing a socket with nothing unsent sends the FIN (net/ipv4/tcp.c
+    // __tcp_close -> tcp_send_fin): a shutdown first would only cost a syscall, or on a
+    // slot an fd install and its completion, per connection.
+    if (conn.dir(other(side)).state != DirState::Done)
+        pass_fin_on(conn, side);
+    conn.dir(side).state = DirState::Done;
+    return Outcome::finished();
+}
+
+void Directions::pass_fin_on(Connection& conn, Side side) {
     Direction& dir = conn.dir(side);
-    // Half-close: pass the FIN on; the other direction keeps flowing.
-    if (int fd = conn.destination(side).syscall_fd(); dir.dst.fixed && fd >= 0) {
+    if (!dir.dst.fixed) {
+        ::shutdown(dir.dst.index, SHUT_WR);
+    } else if (int fd = conn.destination(side).syscall_fd(); fd >= 0) {
         ::shutdown(fd, SHUT_WR); // the fd installed for inline splices
-    } else if (dir.dst.fixed) {
+    } else {
         // A slot has no fd for shutdown(2), and IORING_OP_SHUTDOWN always runs on an
         // io-wq worker (io_uring/net.c io_shutdown_prep sets REQ_F_FORCE_ASYNC): a
         // kernel thread per half-close. A plain fd installed for a moment (inline)
@@ -232,11 +245,7 @@ Outcome Directions::end_direction(Connection& conn, Side side) {
         // connection is not finalized before that: it counts as in flight.
         shard_.io.install_fd(conn.in_flight, conn.tag(Op::HalfClose, side), dir.dst);
         ++conn.socket_ops;
-    } else {
-        ::shutdown(dir.dst.index, SHUT_WR);
     }
-    dir.state = DirState::Done;
-    return Outcome::finished();
 }
 
 void Directions::watch_source(Connection& conn, Side side) {

@@ -97,6 +97,8 @@ private:
     // Carries out `next`; the splice results name the error when it is a failure.
     Outcome follow(Connection& conn, Side side, Next next, int read_result, int write_result);
     Outcome end_direction(Connection& conn, Side side);
+    // shutdown(SHUT_WR) of the destination, by whatever fd it has.
+    void pass_fin_on(Connection& conn, Side side);
     Outcome on_error_watch(Connection& conn, Side side, int result, bool more);
     void release_pipe(Direction& dir, bool verify);
     // bulk_park (directions_park.cpp): makes the source blocking with a bounded wait,

@@ -46,6 +46,12 @@ Listener::Listener(ShardIo& io, const Logger& log, const ListenerSetup& setup)
     }
     bound_ = local_address(fd_.get());
     direct_ = setup.direct && !is_wildcard(bound_);
+    // One setsockopt here instead of one per client (a syscall, or an operation and a
+    // completion on direct descriptors): what is set on a listener is set on the
+    // sockets it accepts (clients_need_no_delay()). An inherited listener gets it too,
+    // which changes nothing for the process that shares it: it set the same.
+    if (is_tcp())
+        clients_inherit_no_delay_ = set_no_delay(fd_.get());
     // Steering (docs/kernel.md §9): see set_incoming_cpu() and attach_cpu_steering().
     if (setup.set_incoming_cpu && setup.cpu >= 0) {
         if (int err = set_incoming_cpu(fd_.get(), setup.cpu); err != 0)

@@ -89,6 +89,10 @@ public:
     int fd() const { return fd_.get(); }
     SocketAddress bound() const { return bound_; }
     bool is_tcp() const { return bound_.family() != AF_UNIX; }
+    // Whether its clients still need TCP_NODELAY set one by one: a TCP listener sets it
+    // on itself, and an accepted socket is a copy of its listener (net/core/sock.c
+    // sk_clone_lock), so it comes with the option set and costs no setsockopt.
+    bool clients_need_no_delay() const { return is_tcp() && !clients_inherit_no_delay_; }
     // Clients come in slots of the shard's file table (direct descriptors), one accept
     // at a time with the peer's address written per accept; their local address is
     // bound(). A listener on a wildcard address (0.0.0.0, ::) accepts plain fds: its
@@ -124,6 +128,7 @@ private:
     bool released_ = false; // stopped by release(): clients still accepted are served
     std::chrono::milliseconds backoff_{0};
     bool direct_ = false;
+    bool clients_inherit_no_delay_ = false;
     SocketAddress peer_; // written by the accept in flight (direct_)
 };
 

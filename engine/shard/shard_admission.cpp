@@ -10,7 +10,7 @@ void Shard::open_connection(Listener& listener, int client_fd) {
     if (listener.direct()) {
         bump(counters_.direct_slots);
         admit(route, {-1,
-                      listener.is_tcp(),
+                      listener.clients_need_no_delay(),
                       {},
                       -1,
                       /*inspect=*/true,
@@ -21,7 +21,7 @@ void Shard::open_connection(Listener& listener, int client_fd) {
         return;
     }
     admit(route, {client_fd,
-                  listener.is_tcp(),
+                  listener.clients_need_no_delay(),
                   {},
                   -1,
                   /*inspect=*/true,

@@ -1,0 +1,84 @@
+// The options the engine leaves on a connection's sockets, read back from the live
+// sockets themselves: the engine runs in this process on plain fds, so its sockets are
+// in this process's fd table, found by their addresses.
+#include "tests/support/proxy_under_test.hpp"
+#include "tests/support/socket_io.hpp"
+#include "tests/support/sockets.hpp"
+
+#include <gtest/gtest.h>
+
+#include <dirent.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+
+namespace uringfwd::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+bool same_address(const sockaddr_storage& a, socklen_t alen, const sockaddr_storage& b,
+                  socklen_t blen) {
+    return alen == blen && std::memcmp(&a, &b, alen) == 0;
+}
+
+// The fd of this process whose peer is `peer_fd` (the one at the other end of it).
+std::optional<int> fd_connected_to(int peer_fd) {
+    sockaddr_storage want{};
+    socklen_t want_len = sizeof(want);
+    if (::getsockname(peer_fd, reinterpret_cast<sockaddr*>(&want), &want_len) != 0)
+        return std::nullopt;
+    DIR* dir = ::opendir("/proc/self/fd");
+    if (dir == nullptr)
+        return std::nullopt;
+    std::optional<int> found;
+    while (dirent* entry = ::readdir(dir)) {
+        int fd = std::atoi(entry->d_name);
+        if (entry->d_name[0] == '.' || fd == peer_fd)
+            continue;
+        sockaddr_storage peer{};
+        socklen_t len = sizeof(peer);
+        if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) == 0 &&
+            same_address(peer, len, want, want_len))
+            found = fd;
+    }
+    ::closedir(dir);
+    return found;
+}
+
+int no_delay(int fd) {
+    int value = -1;
+    socklen_t len = sizeof(value);
+    if (::getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &value, &len) != 0)
+        return -1;
+    return value;
+}
+
+TEST(SocketOptions, BothSocketsOfAConnectionHaveNoDelay) {
+    // TCP_NODELAY: a forwarder must not add Nagle's delay to small messages. The
+    // client's socket gets it from its listener (an accepted socket is a copy of it),
+    // the upstream's is set when it is made.
+    Listener upstream = listen_loopback(Family::Inet4);
+    ProxyOptions options;
+    options.shards = 1;
+    options.direct_descriptors = DirectDescriptors::Off;
+    ProxyUnderTest proxy{upstream.endpoint(), options};
+
+    UniqueFd client = connect_to(proxy.endpoint());
+    UniqueFd server_side = accept_one(upstream.fd(), Deadline{5s});
+    ASSERT_EQ(send_text(client.get(), "x", Deadline{5s}).status, IoStatus::Ok);
+
+    const std::optional<int> engine_client = fd_connected_to(client.get());
+    const std::optional<int> engine_upstream = fd_connected_to(server_side.get());
+    ASSERT_TRUE(engine_client.has_value()) << "no socket of the engine's faces the client";
+    ASSERT_TRUE(engine_upstream.has_value()) << "no socket of the engine's faces the upstream";
+    EXPECT_EQ(no_delay(*engine_client), 1);
+    EXPECT_EQ(no_delay(*engine_upstream), 1);
+}
+
+} // namespace
+} // namespace uringfwd::test
