@@ -96,7 +96,7 @@ private:
     void reject_inspected(Connection& conn, CloseReason reason, std::string_view who,
                           const std::string& detail);
     void move_to_route(Connection& conn, std::size_t index);
-    // send_proxy.cpp: puts the route's (or member's) PROXY header before the preamble.
+    // preamble.cpp: puts the route's (or member's) PROXY header before the preamble.
     void add_proxy_header(Connection& conn);
     // The inspector at the connection's stage: the route's chain, then the listener's;
     // null when the connection is through them all.

@@ -1,5 +1,5 @@
 // A connection's sockets in slots of the shard's registered file table (direct
-// descriptors, docs/kernel.md §12): the upstream socket created through the ring,
+// descriptors, docs/kernel.md §11): the upstream socket created through the ring,
 // options set through it, and slots closed through it. A slot is no fd: nothing here
 // may call a socket syscall on it.
 #include "net/sockets.hpp"

@@ -97,7 +97,7 @@ public:
     // at a time with the peer's address written per accept; their local address is
     // bound(). A listener on a wildcard address (0.0.0.0, ::) accepts plain fds: its
     // clients' local address is known only to getsockname(2), which needs an fd
-    // (io_uring gains a getsockname command only after 6.18: docs/kernel.md §12).
+    // (io_uring gains a getsockname command only after 6.18: docs/kernel.md §11).
     bool direct() const { return direct_; }
     // The peer of the client the last Accept completion returned (direct() only).
     const SocketAddress& accepted_peer() const { return peer_; }

@@ -132,7 +132,7 @@ void Shard::setup_ring() {
     setup_direct_descriptors();
 }
 
-// Direct descriptors (docs/kernel.md §12): a sparse file table registered on the ring,
+// Direct descriptors (docs/kernel.md §11): a sparse file table registered on the ring,
 // then every operation they need tried once. `auto` falls back to plain fds with one
 // info line (from the first shard), `on` refuses to start.
 void Shard::setup_direct_descriptors() {

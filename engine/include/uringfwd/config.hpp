@@ -51,7 +51,7 @@ std::string_view to_string(SpliceMechanism mechanism);
 std::optional<SpliceMechanism> parse_splice_mechanism(std::string_view text); // auto|ring|inline
 
 // Registered ("direct") descriptors: sockets live in slots of each shard's io_uring
-// file table instead of the process's fd table (docs/kernel.md §12). Each operation
+// file table instead of the process's fd table (docs/kernel.md §11). Each operation
 // then skips a file-table lookup, and a shard may hold as many sockets as its table
 // has slots, beyond what RLIMIT_NOFILE allows plain fds.
 enum class DirectDescriptors {
