@@ -69,7 +69,6 @@ void Engine::Impl::adopt_inherited(std::size_t shards) {
         } catch (const std::invalid_argument& e) {
             throw std::runtime_error(e.what());
         }
-        listeners_[l].inherited = true;
         log_.info("{}: adopting {} inherited listening socket{}", listen[l].to_string(),
                   plan.per_listener[l].size(), plan.per_listener[l].size() == 1 ? "" : "s");
     }

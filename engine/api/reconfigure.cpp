@@ -184,8 +184,7 @@ std::string Engine::Impl::apply_to_shards(const engine::RouteTable& next,
     }
     for (std::size_t l = 0; l < listener_routes.size(); ++l) {
         if (listener_routes[l] < 0 && !listeners_[l].closed) {
-            listeners_[l].closed = true;
-            remove_unix_socket_file(listeners_[l].address);
+            listeners_[l].closed = true; // shard 0 removed a socket file its bind made
         } else if (listener_routes[l] >= 0) {
             listeners_[l].route = static_cast<uint32_t>(listener_routes[l]);
             listeners_[l].group = listener_groups[l];

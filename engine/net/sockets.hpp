@@ -3,6 +3,7 @@
 #pragma once
 
 #include "net/socket_address.hpp"
+#include "net/unix_socket_file.hpp"
 #include "uring/unique_fd.hpp"
 
 #include <optional>
@@ -12,11 +13,18 @@ namespace uringfwd::engine {
 
 using uring::UniqueFd;
 
+// A listening socket, and the file its bind made for a Unix path (empty otherwise).
+struct ListeningSocket {
+    UniqueFd fd;
+    OwnedSocketFile file;
+};
+
 // A non-blocking listening socket. TCP listeners get SO_REUSEADDR and, when
-// reuse_port, SO_REUSEPORT so every shard can own one. A Unix path left behind by a
-// dead process is replaced; one that someone still listens on is "in use".
+// reuse_port, SO_REUSEPORT so every shard can own one. A Unix path taken by a socket
+// file nobody accepts on (left by a process that ended) is replaced; a live socket or
+// any other kind of file is an error, and left alone (clear_stale_socket()).
 // Throws std::runtime_error("cannot listen on X: reason").
-UniqueFd open_listener(const SocketAddress& address, bool reuse_port, int backlog);
+ListeningSocket open_listener(const SocketAddress& address, bool reuse_port, int backlog);
 
 // A non-blocking, close-on-exec stream socket of the address's family, or an invalid
 // fd with errno set.
