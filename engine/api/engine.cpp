@@ -54,7 +54,8 @@ void Engine::Impl::launch() {
     // share an address share its listener.
     for (std::size_t g = 0; g < routes_->groups.size(); ++g)
         listeners_.push_back({static_cast<uint32_t>(routes_->groups[g].anchor),
-                              routes_->groups[g].address, false, static_cast<uint32_t>(g)});
+                              routes_->groups[g].address, false, static_cast<uint32_t>(g),
+                              routes_->groups[g].options});
     try {
         adopt_inherited(cpus.size());
     } catch (const std::exception& e) {
@@ -93,6 +94,7 @@ engine::ListenerSetup Engine::Impl::listener_setup(std::size_t shard, std::size_
     setup.route = listeners_[l].route;
     setup.group = listeners_[l].group;
     setup.address = listeners_[l].address;
+    setup.options = listeners_[l].options;
     setup.cpu = cpu;
     bool tcp = setup.address.family() != AF_UNIX;
     setup.set_incoming_cpu = config_.steer_by_cpu && tcp;

@@ -92,10 +92,11 @@ private:
     void adopt_inherited(std::size_t shards);
 
     struct PlannedListener {
-        uint32_t route;                // its group's anchor route
-        engine::SocketAddress address; // bound (port resolved) once shard 0 started
-        bool closed = false;           // removed by a reconfiguration
-        uint32_t group = 0;            // in routes_->groups
+        uint32_t route;                      // its group's anchor route
+        engine::SocketAddress address;       // bound (port resolved) once shard 0 started
+        bool closed = false;                 // removed by a reconfiguration
+        uint32_t group = 0;                  // in routes_->groups
+        engine::ListenSocketOptions options; // how its socket was set up when bound
     };
     // Whether `l` takes clients of the route named `route` (alone or in a group).
     bool serves(const PlannedListener& l, std::string_view route) const;

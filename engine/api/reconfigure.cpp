@@ -141,6 +141,11 @@ std::string Engine::Impl::apply_to_shards(const engine::RouteTable& next,
                 listener_routes[l] = static_cast<int>(group.anchor);
                 listener_groups[l] = static_cast<uint32_t>(g);
                 kept = true;
+                // The socket stays (no client is refused), set up as it was bound.
+                if (!(listeners_[l].options == group.options))
+                    log_.warn("reconfigure: {}: the socket's mode, user and group changed but "
+                              "apply only when it is bound again (a restart); keeping them",
+                              engine::to_endpoint(address).to_string());
             }
         }
         for (const PlannedListener& other : added)
@@ -148,8 +153,8 @@ std::string Engine::Impl::apply_to_shards(const engine::RouteTable& next,
                 engine::to_endpoint(address).port != 0)
                 return fmt::format("{} is listed twice", engine::to_endpoint(address).to_string());
         if (!kept)
-            added.push_back(
-                {static_cast<uint32_t>(group.anchor), address, false, static_cast<uint32_t>(g)});
+            added.push_back({static_cast<uint32_t>(group.anchor), address, false,
+                             static_cast<uint32_t>(g), group.options});
     }
     std::size_t first_new = listeners_.size();
     for (std::size_t i = 0; i < shards_.size(); ++i) {
@@ -163,6 +168,7 @@ std::string Engine::Impl::apply_to_shards(const engine::RouteTable& next,
             setup.route = added[k].route;
             setup.group = added[k].group;
             setup.address = added[k].address;
+            setup.options = added[k].options;
             setup.cpu = shards_[i]->cpu();
             bool tcp = setup.address.family() != AF_UNIX;
             setup.set_incoming_cpu = config_.steer_by_cpu && tcp;

@@ -56,6 +56,7 @@ void check_listeners(const std::vector<ParsedRoute>& routes, ErrorList& errors) 
     struct Group {
         std::string address;
         std::vector<Member> members;
+        UnixSocketAccess access; // its first route's: one socket, set up one way
     };
     std::vector<Group> groups;
     for (const ParsedRoute& r : routes) {
@@ -66,8 +67,10 @@ void check_listeners(const std::vector<ParsedRoute>& routes, ErrorList& errors) 
             auto group = std::find_if(groups.begin(), groups.end(), [&](const Group& g) {
                 return !own_port && g.address == address;
             });
+            const UnixSocketAccess access =
+                i < r.route.listen_access.size() ? r.route.listen_access[i] : UnixSocketAccess{};
             if (group == groups.end()) {
-                groups.push_back({address, {{&r, r.listen_lines[i]}}});
+                groups.push_back({address, {{&r, r.listen_lines[i]}}, access});
                 continue;
             }
             auto same = std::find_if(group->members.begin(), group->members.end(),
@@ -78,6 +81,13 @@ void check_listeners(const std::vector<ParsedRoute>& routes, ErrorList& errors) 
                                        r.label, quote_input(address), same->line));
                 continue;
             }
+            if (!(access == group->access))
+                errors.add(r.listen_lines[i],
+                           fmt::format("{}: listen address {} is set up otherwise (mode, user, "
+                                       "group) by {} at line {}, which shares it",
+                                       r.label, quote_input(address),
+                                       group->members.front().route->label,
+                                       group->members.front().line));
             group->members.push_back({&r, r.listen_lines[i]});
         }
     }

@@ -3,6 +3,7 @@
 #include <linux/filter.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -30,11 +31,16 @@ int enable(int fd, int level, int option) {
 }
 } // namespace
 
-ListeningSocket open_listener(const SocketAddress& address, bool reuse_port, int backlog) {
+ListeningSocket open_listener(const SocketAddress& address, const ListenSocketOptions& options,
+                              int backlog) {
     const std::string shown = to_endpoint(address).to_string();
-    auto fail = [&](const char* what) -> ListeningSocket {
+    auto fail_with = [&](int err, const std::string& what) -> ListeningSocket {
         throw std::runtime_error(
-            fmt::format("cannot listen on {}: {}{}", shown, what, std::strerror(errno)));
+            fmt::format("cannot listen on {}: {}{}", shown, what, std::strerror(err)));
+    };
+    auto fail = [&](const char* what) {
+        const int err = errno;
+        return fail_with(err, what);
     };
     ListeningSocket out;
     out.fd.reset(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
@@ -44,7 +50,7 @@ ListeningSocket open_listener(const SocketAddress& address, bool reuse_port, int
     if (address.family() != AF_UNIX) {
         if (enable(fd, SOL_SOCKET, SO_REUSEADDR) != 0)
             return fail("SO_REUSEADDR: ");
-        if (reuse_port && enable(fd, SOL_SOCKET, SO_REUSEPORT) != 0)
+        if (options.reuse_port && enable(fd, SOL_SOCKET, SO_REUSEPORT) != 0)
             return fail("SO_REUSEPORT: ");
         if (address.family() == AF_INET6)
             enable(fd, IPPROTO_IPV6, IPV6_V6ONLY); // [::] means IPv6 only; say 0.0.0.0 too
@@ -58,8 +64,24 @@ ListeningSocket open_listener(const SocketAddress& address, bool reuse_port, int
     }
     if (rc != 0)
         return fail("");
-    if (!path.empty())
+    if (!path.empty()) {
         out.file = OwnedSocketFile(path); // removed again if anything below fails
+        // By path: a socket's fd has no say over its file (fchmod(2) on it changes the
+        // socket's own inode). The file was identified a moment ago; only a process
+        // that may write to the directory could swap it in between.
+        if (options.mode && ::chmod(path.c_str(), *options.mode) != 0) {
+            const int err = errno;
+            return fail_with(err, fmt::format("chmod {:04o}: ", *options.mode));
+        }
+        if ((options.owner || options.group) &&
+            ::lchown(path.c_str(), options.owner.value_or(static_cast<uid_t>(-1)),
+                     options.group.value_or(static_cast<gid_t>(-1))) != 0) {
+            const int err = errno;
+            const auto id = [](const auto& v) { return v ? fmt::format("{}", *v) : std::string(); };
+            return fail_with(err,
+                             fmt::format("chown to {}:{}: ", id(options.owner), id(options.group)));
+        }
+    }
     if (::listen(fd, backlog) != 0)
         return fail("listen: ");
     return out;

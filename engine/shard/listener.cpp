@@ -42,7 +42,7 @@ Listener::Listener(ShardIo& io, const Logger& log, const ListenerSetup& setup)
         if (!fd_)
             throw std::runtime_error(fmt::format("dup listener: {}", std::strerror(errno)));
     } else {
-        ListeningSocket socket = open_listener(setup.address, /*reuse_port=*/true, kListenBacklog);
+        ListeningSocket socket = open_listener(setup.address, setup.options, kListenBacklog);
         fd_ = std::move(socket.fd);
         file_ = std::move(socket.file);
     }

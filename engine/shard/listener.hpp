@@ -4,6 +4,7 @@
 #pragma once
 
 #include "net/socket_address.hpp"
+#include "net/sockets.hpp"
 #include "net/unix_socket_file.hpp"
 #include "shard/shard_io.hpp"
 #include "support/logger.hpp"
@@ -20,7 +21,8 @@ struct ListenerSetup {
     uint32_t route = 0; // the route it accepts clients for (its group's anchor)
     uint32_t group = 0; // its listen group in the route table
     SocketAddress address;
-    int cpu = -1; // the shard's CPU, for SO_INCOMING_CPU (-1: none)
+    ListenSocketOptions options; // for a socket it binds (not a shared or inherited one)
+    int cpu = -1;                // the shard's CPU, for SO_INCOMING_CPU (-1: none)
     bool set_incoming_cpu = false;
     // The first shard of a TCP listener group attaches the steering program with this
     // base CPU.
