@@ -68,12 +68,14 @@ std::string metrics_address(uringfwd::Endpoint address, uint16_t port) {
     return address.to_string();
 }
 
-// --config FILE: the file's configuration with the engine flags given over it. A file
-// with errors prints each as "FILE:LINE: message" (what editors jump to) and exits 1;
-// --check stops after the file, printing "FILE: ok" and its routes.
+// --config FILE: the file's configuration with the engine flags given over it, its names
+// (hosts, users, groups) looked up as the engine's start will. A file with errors prints
+// each as "FILE:LINE: message" (what editors jump to) and exits 1; --check stops after
+// the file, printing "FILE: ok" and its routes.
 uringfwd::EngineConfig config_from_file(const CLI::App& app, const uringfwd::cli::Flags& flags,
                                         uringfwd::OperationsConfig& operations) {
-    uringfwd::ConfigFileResult loaded = uringfwd::load_config_file(flags.config_path);
+    uringfwd::ConfigFileResult loaded =
+        uringfwd::load_config_file(flags.config_path, {}, uringfwd::NameLookup::Resolve);
     if (!loaded.config) {
         for (const std::string& error : loaded.errors)
             std::fprintf(stderr, "%s\n", error.c_str());
@@ -97,7 +99,8 @@ void reload_file(uringfwd::Engine& engine, const CLI::App& app, const uringfwd::
         std::fprintf(stderr, "uring-fwd: SIGHUP: no --config file to read again; ignored\n");
         return;
     }
-    uringfwd::ConfigFileResult loaded = uringfwd::load_config_file(flags.config_path);
+    uringfwd::ConfigFileResult loaded =
+        uringfwd::load_config_file(flags.config_path, {}, uringfwd::NameLookup::Resolve);
     if (!loaded.config) {
         for (const std::string& error : loaded.errors)
             std::fprintf(stderr, "%s\n", error.c_str());

@@ -5,6 +5,7 @@
 
 #include "config/engine_section.hpp"
 #include "config/error_list.hpp"
+#include "config/name_check.hpp"
 #include "config/route_section.hpp"
 #include "config/table_reader.hpp"
 #include "routing/sni_router.hpp"
@@ -128,7 +129,7 @@ std::vector<ParsedRoute> read_routes(config::TableReader& top, ErrorList& errors
 } // namespace
 
 ConfigFileResult parse_config(std::string_view text, std::string_view source_name,
-                              const TopologyReader& read_topology) {
+                              const TopologyReader& read_topology, NameLookup names) {
     ErrorList errors(source_name);
     toml::table root;
     try {
@@ -148,6 +149,8 @@ ConfigFileResult parse_config(std::string_view text, std::string_view source_nam
     check_unique_names(routes, errors);
     check_listeners(routes, errors);
     top.report_unknown_keys();
+    if (names == NameLookup::Resolve)
+        config::check_names(routes, errors);
 
     if (!errors.empty())
         return {std::nullopt, errors.lines(), {}};
@@ -156,7 +159,8 @@ ConfigFileResult parse_config(std::string_view text, std::string_view source_nam
     return {std::move(config), {}, std::move(operations)};
 }
 
-ConfigFileResult load_config_file(const std::string& path, const TopologyReader& read_topology) {
+ConfigFileResult load_config_file(const std::string& path, const TopologyReader& read_topology,
+                                  NameLookup names) {
     const auto fail = [&](std::string_view why) {
         return ConfigFileResult{std::nullopt, {fmt::format("{}: cannot read: {}", path, why)}, {}};
     };
@@ -189,7 +193,7 @@ ConfigFileResult load_config_file(const std::string& path, const TopologyReader&
     ::close(fd);
     if (!error.empty())
         return fail(error);
-    return parse_config(text, path, read_topology);
+    return parse_config(text, path, read_topology, names);
 }
 
 } // namespace uringfwd

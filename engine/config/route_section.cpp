@@ -209,7 +209,7 @@ UpstreamMember read_upstream(const toml::table& table, const std::string& contex
 }
 
 void read_upstreams(TableReader& reader, const std::string& context, ErrorList& errors,
-                    UpstreamPool& pool) {
+                    UpstreamPool& pool, std::vector<std::size_t>& lines) {
     const toml::node* node = reader.get("upstream");
     const toml::array* all = reader.array_of_tables("upstream", "[[route.upstream]]");
     if (node == nullptr || (all != nullptr && all->empty())) {
@@ -219,8 +219,12 @@ void read_upstreams(TableReader& reader, const std::string& context, ErrorList& 
     }
     if (all == nullptr)
         return; // the wrong type is reported already
-    for (const toml::node& one : *all)
-        pool.members.push_back(read_upstream(*one.as_table(), context, errors));
+    for (const toml::node& one : *all) {
+        const toml::table& table = *one.as_table();
+        const toml::node* address = table.get("address");
+        lines.push_back(line_of(address != nullptr ? *address : one));
+        pool.members.push_back(read_upstream(table, context, errors));
+    }
     if (std::all_of(pool.members.begin(), pool.members.end(),
                     [](const UpstreamMember& m) { return m.backup; }))
         reader.error(line_of(*node),
@@ -357,7 +361,7 @@ ParsedRoute read_route(const toml::table& table, std::size_t index, ErrorList& e
     if (const auto v = reader.duration("inspect_timeout", 1ms, microseconds{1h}))
         out.route.inspect_timeout = duration_cast<milliseconds>(*v);
     read_proxy_protocol(reader, out.route);
-    read_upstreams(reader, context, errors, pool);
+    read_upstreams(reader, context, errors, pool, out.member_lines);
     read_health_check(reader, context, errors, pool.health_check);
     read_passive_health(reader, context, errors, pool.passive);
 

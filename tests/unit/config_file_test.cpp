@@ -270,6 +270,19 @@ TEST(ConfigFile, ListenTablesSetUnixSocketAccess) {
     EXPECT_EQ(route.listen_access[2], (UnixSocketAccess{0600u, "", ""}));
 }
 
+// Asked to, the parser looks names up as a start does; a user is found locally (NSS
+// files), so this needs no network.
+TEST(ConfigFile, NameLookupReportsWhatAStartCouldNotFind) {
+    const std::string text = "[[route]]\nname = \"u\"\nlisten = [\"localhost:0\",\n"
+                             "  { address = \"unix:/run/u.sock\", user = \"0\", group = "
+                             "\"no-such-group-uringfwd\" }]\n"
+                             "[[route.upstream]]\naddress = \"localhost:1\"\n";
+    EXPECT_THAT(parse(text).errors, IsEmpty()) << "not looked up unless asked";
+    EXPECT_THAT(parse_config(text, "t.toml", fake_topology, NameLookup::Resolve).errors,
+                ElementsAre("t.toml:4: route \"u\": listen \"unix:/run/u.sock\": no group named "
+                            "\"no-such-group-uringfwd\""));
+}
+
 TEST(ConfigFile, UpstreamsAsInlineTables) {
     const ConfigFileResult result =
         parse("[[route]]\nname = \"a\"\nlisten = \":1\"\n"
