@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <stdexcept>
 
 namespace uringfwd::config {
@@ -196,6 +197,14 @@ UpstreamMember read_upstream(const toml::table& table, const std::string& contex
     } else if (reader.get("address") == nullptr) {
         reader.error(reader.line(), "address is required");
     }
+    if (const auto name = reader.string("name")) {
+        if (valid_name(*name))
+            member.name = *name;
+        else
+            reader.error(line_of(*reader.get("name")),
+                         fmt::format("name must be 1..{} letters, digits, '-', '_' or '.', not {}",
+                                     kLongestName, quote_input(*name)));
+    }
     if (const auto v = reader.integer("weight", 1, 1000))
         member.weight = static_cast<unsigned>(*v);
     if (const auto v = reader.boolean("backup"))
@@ -219,11 +228,29 @@ void read_upstreams(TableReader& reader, const std::string& context, ErrorList& 
     }
     if (all == nullptr)
         return; // the wrong type is reported already
+    // Each member's label (its name, or its address as written) is one series of the
+    // metrics: two alike would be two samples of one series, which Prometheus refuses.
+    std::map<std::string, std::size_t> labels;
     for (const toml::node& one : *all) {
         const toml::table& table = *one.as_table();
         const toml::node* address = table.get("address");
+        const toml::node* name = table.get("name");
         lines.push_back(line_of(address != nullptr ? *address : one));
-        pool.members.push_back(read_upstream(table, context, errors));
+        UpstreamMember member = read_upstream(table, context, errors);
+        if (address != nullptr && address->is_string()) {
+            const std::string label =
+                member.name.empty() ? member.address.to_string() : member.name;
+            const std::size_t line = member.name.empty() ? lines.back() : line_of(*name);
+            const auto [first, added] = labels.emplace(label, line);
+            if (!added && member.name.empty())
+                reader.error(line, fmt::format("upstream {} is listed twice (first at line {}); "
+                                               "give each a name to connect to one address twice",
+                                               quote_input(label), first->second));
+            else if (!added)
+                reader.error(line, fmt::format("upstream name {} is used twice (first at line {})",
+                                               quote_input(label), first->second));
+        }
+        pool.members.push_back(std::move(member));
     }
     if (std::all_of(pool.members.begin(), pool.members.end(),
                     [](const UpstreamMember& m) { return m.backup; }))

@@ -121,8 +121,17 @@ std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config) {
             route.listen.push_back(listen);
         }
         for (const UpstreamMember& m : rc.pool.members) {
+            std::string label = m.name.empty() ? m.address.to_string() : m.name;
+            // One series per label in the metrics (RouteStats): two alike would be two
+            // samples of one series.
+            for (const MemberRoute& other : route.members)
+                if (other.name == label)
+                    throw std::runtime_error(fmt::format(
+                        "route \"{}\": upstream {} is listed twice{}", rc.name, label,
+                        m.name.empty() ? "; give each a name to connect to one address twice"
+                                       : ""));
             try {
-                route.members.push_back({resolve_upstream(m.address), m.address.to_string(), -1,
+                route.members.push_back({resolve_upstream(m.address), std::move(label), -1,
                                          m.send_proxy.value_or(rc.send_proxy)});
             } catch (const std::exception& e) {
                 throw std::runtime_error(fmt::format("route \"{}\": {}", rc.name, e.what()));

@@ -19,7 +19,8 @@ namespace uringfwd::engine {
 
 struct MemberRoute {
     SocketAddress address;  // resolved
-    std::string name;       // as configured ("host:port"): logs, stats, the Maglev key
+    std::string name;       // its name, or its address as configured ("host:port"): logs, stats,
+                            // metrics, the Maglev key; unique within the route
     int health_target = -1; // its HealthChecker target, -1 when its pool has no check
     ProxyVersion send_proxy = ProxyVersion::Off; // its own, or the route's
 };

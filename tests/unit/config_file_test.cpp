@@ -283,6 +283,21 @@ TEST(ConfigFile, NameLookupReportsWhatAStartCouldNotFind) {
                             "\"no-such-group-uringfwd\""));
 }
 
+// Names tell members of one address apart (two pools of connections to one server,
+// each with its own limit and series).
+TEST(ConfigFile, UpstreamNamesLetOneAddressServeTwice) {
+    const ConfigFileResult r =
+        parse(web("", "  name = \"db-1\"\n",
+                  "  [[route.upstream]]\n  address = \"127.0.0.1:9001\"\n  name = \"db-2\"\n"
+                  "  [[route.upstream]]\n  address = \"127.0.0.1:9002\"\n"));
+    ASSERT_THAT(r.errors, IsEmpty());
+    const auto& members = r.config->routes.at(0).pool.members;
+    ASSERT_EQ(members.size(), 3u);
+    EXPECT_EQ(members[0].name, "db-1");
+    EXPECT_EQ(members[1].name, "db-2");
+    EXPECT_EQ(members[2].name, "");
+}
+
 TEST(ConfigFile, UpstreamsAsInlineTables) {
     const ConfigFileResult result =
         parse("[[route]]\nname = \"a\"\nlisten = \":1\"\n"
@@ -596,6 +611,16 @@ const ErrorCase kErrorCases[] = {
      {"t.toml:6: route \"web\": upstream backup must be true or false, not \"yes\""}},
     {"UpstreamMaxConnectionsNegative", web("", "  max_connections = -5\n"),
      {"t.toml:6: route \"web\": upstream max_connections must be 0 or more, not -5"}},
+    {"UpstreamListedTwice", web("", "", "  [[route.upstream]]\n  address = \"127.0.0.1:9001\"\n"),
+     {"t.toml:7: route \"web\": upstream \"127.0.0.1:9001\" is listed twice (first at line 5); "
+      "give each a name to connect to one address twice"}},
+    {"UpstreamNameUsedTwice", web("", "  name = \"db-1\"\n",
+                                  "  [[route.upstream]]\n  address = \"127.0.0.1:9002\"\n"
+                                  "  name = \"db-1\"\n"),
+     {"t.toml:9: route \"web\": upstream name \"db-1\" is used twice (first at line 6)"}},
+    {"UpstreamNameWithAColon", web("", "  name = \"db:1\"\n"),
+     {"t.toml:6: route \"web\": upstream name must be 1..64 letters, digits, '-', '_' or '.', "
+      "not \"db:1\""}},
     {"UpstreamUnknownKey", web("", "  wieght = 2\n"),
      {"t.toml:6: route \"web\": unknown key 'wieght' in [[route.upstream]] (did you mean "
       "'weight'?)"}},

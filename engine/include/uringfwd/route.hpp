@@ -54,6 +54,11 @@ struct UpstreamMember {
     std::size_t max_connections = 0;
     // A PROXY header to send to this member, overriding the route's send_proxy.
     std::optional<ProxyVersion> send_proxy = std::nullopt;
+    // Names the member in metrics (the `upstream` label), logs, RouteStats and
+    // MemberHealth, and is its Maglev key; letters, digits, '-', '_', '.'. Empty: the
+    // address as written. Unique within the route, so two members may share an
+    // address only under names of their own.
+    std::string name = {};
 };
 
 // Active health check: a TCP connect to each member every `interval`, run once per
