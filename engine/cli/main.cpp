@@ -214,6 +214,9 @@ int main(int argc, char** argv) {
             std::vector<int> fds = takeover->fds();
             config.inherited_listeners.insert(config.inherited_listeners.end(), fds.begin(),
                                               fds.end());
+            // The old process lets go of every socket it handed us: serve them all, or
+            // refuse (it then serves on as if nothing had happened).
+            config.serve_every_inherited = true;
             std::fprintf(stderr, "uring-fwd: upgrade: took %zu listening sockets from process %d\n",
                          fds.size(), static_cast<int>(takeover->old_pid()));
         }
@@ -240,6 +243,9 @@ int main(int argc, char** argv) {
         engine = uringfwd::Engine::start(config);
     } catch (const uringfwd::StartError& e) {
         // A failed upgrade leaves the old process serving: closing our end tells it.
+        if (takeover)
+            fail(fmt::format("upgrade: {}; process {} serves on", e.what(),
+                             static_cast<int>(takeover->old_pid())));
         fail(e.what());
     }
     for (int fd : activated.fds)
