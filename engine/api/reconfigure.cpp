@@ -143,8 +143,9 @@ std::string Engine::Impl::apply_to_shards(const engine::RouteTable& next,
                 kept = true;
                 // The socket stays (no client is refused), set up as it was bound.
                 if (!(listeners_[l].options == group.options))
-                    log_.warn("reconfigure: {}: the socket's mode, user and group changed but "
-                              "apply only when it is bound again (a restart); keeping them",
+                    log_.warn("reconfigure: {}: the socket's mode, user, group or dual_stack "
+                              "changed but apply only when it is bound again (a restart); "
+                              "keeping them",
                               engine::to_endpoint(address).to_string());
             }
         }

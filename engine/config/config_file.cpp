@@ -57,7 +57,9 @@ void check_listeners(const std::vector<ParsedRoute>& routes, ErrorList& errors) 
     struct Group {
         std::string address;
         std::vector<Member> members;
-        UnixSocketAccess access; // its first route's: one socket, set up one way
+        // Its first route's: one socket, set up one way.
+        UnixSocketAccess access;
+        bool dual_stack = false; // IPv6 addresses only
     };
     std::vector<Group> groups;
     for (const ParsedRoute& r : routes) {
@@ -70,8 +72,9 @@ void check_listeners(const std::vector<ParsedRoute>& routes, ErrorList& errors) 
             });
             const UnixSocketAccess access =
                 i < r.route.listen_access.size() ? r.route.listen_access[i] : UnixSocketAccess{};
+            const bool dual_stack = r.route.dual_stack && e.kind == Endpoint::Kind::Inet6;
             if (group == groups.end()) {
-                groups.push_back({address, {{&r, r.listen_lines[i]}}, access});
+                groups.push_back({address, {{&r, r.listen_lines[i]}}, access, dual_stack});
                 continue;
             }
             auto same = std::find_if(group->members.begin(), group->members.end(),
@@ -82,10 +85,10 @@ void check_listeners(const std::vector<ParsedRoute>& routes, ErrorList& errors) 
                                        r.label, quote_input(address), same->line));
                 continue;
             }
-            if (!(access == group->access))
+            if (!(access == group->access) || dual_stack != group->dual_stack)
                 errors.add(r.listen_lines[i],
                            fmt::format("{}: listen address {} is set up otherwise (mode, user, "
-                                       "group) by {} at line {}, which shares it",
+                                       "group, dual_stack) by {} at line {}, which shares it",
                                        r.label, quote_input(address),
                                        group->members.front().route->label,
                                        group->members.front().line));

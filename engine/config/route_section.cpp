@@ -375,6 +375,8 @@ ParsedRoute read_route(const toml::table& table, std::size_t index, ErrorList& e
         pool.retries = static_cast<unsigned>(*v);
     if (const auto v = reader.integer("max_connections", 0, kNoLimit))
         out.route.max_connections = static_cast<std::size_t>(*v);
+    if (const auto v = reader.boolean("dual_stack"))
+        out.route.dual_stack = *v;
     if (const auto v = reader.duration("idle_timeout", 0us, std::nullopt))
         out.route.idle_timeout = duration_cast<milliseconds>(*v);
     if (const auto v = reader.duration("resolve_interval", 0us, std::nullopt))

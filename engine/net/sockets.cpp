@@ -52,8 +52,12 @@ ListeningSocket open_listener(const SocketAddress& address, const ListenSocketOp
             return fail("SO_REUSEADDR: ");
         if (options.reuse_port && enable(fd, SOL_SOCKET, SO_REUSEPORT) != 0)
             return fail("SO_REUSEPORT: ");
-        if (address.family() == AF_INET6)
-            enable(fd, IPPROTO_IPV6, IPV6_V6ONLY); // [::] means IPv6 only; say 0.0.0.0 too
+        // Set either way: the system's default (net.ipv6.bindv6only) must not decide
+        // whether [::] takes IPv4 clients.
+        int v6_only = options.v6_only ? 1 : 0;
+        if (address.family() == AF_INET6 &&
+            ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6_only, sizeof(v6_only)) != 0)
+            return fail("IPV6_V6ONLY: ");
     }
     const std::string path = unix_path(address);
     int rc = ::bind(fd, address.get(), address.length);

@@ -18,6 +18,7 @@ using uring::UniqueFd;
 // How a listening socket is set up beyond its address.
 struct ListenSocketOptions {
     bool reuse_port = true; // TCP: SO_REUSEPORT, so every shard can own one
+    bool v6_only = true;    // IPv6: IPV6_V6ONLY (false: v4-mapped clients too)
     // A Unix path's socket file, right after bind: chmod to `mode`, chown to `owner`
     // and `group` (each only when set).
     std::optional<mode_t> mode;

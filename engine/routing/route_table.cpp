@@ -51,8 +51,8 @@ void group_listeners(RouteTable& table) {
             // One socket serves them all: it can be set up one way only.
             if (!(group->options == listen.options))
                 throw std::runtime_error(fmt::format(
-                    "route \"{}\": listen address {} is set up otherwise (mode, user, group) "
-                    "by route \"{}\", which shares it",
+                    "route \"{}\": listen address {} is set up otherwise (mode, user, group, "
+                    "dual_stack) by route \"{}\", which shares it",
                     table.routes[r].name, to_endpoint(address).to_string(),
                     table.routes[group->routes.front()].name));
             group->routes.push_back(r);
@@ -105,6 +105,7 @@ std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config) {
         for (std::size_t i = 0; i < rc.listen.size(); ++i) {
             const Endpoint& e = rc.listen[i];
             ListenAddress listen{resolve(e), {}};
+            listen.options.v6_only = !(rc.dual_stack && e.kind == Endpoint::Kind::Inet6);
             if (i < rc.listen_access.size() && !rc.listen_access[i].empty()) {
                 if (!e.is_unix() || e.host.empty() || e.host.front() == '@')
                     throw std::runtime_error(
@@ -112,7 +113,10 @@ std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config) {
                                     "unix: paths only",
                                     rc.name, e.to_string()));
                 try {
-                    listen.options = listen_options(rc.listen_access[i]);
+                    const ListenSocketOptions access = listen_options(rc.listen_access[i]);
+                    listen.options.mode = access.mode;
+                    listen.options.owner = access.owner;
+                    listen.options.group = access.group;
                 } catch (const std::exception& error) {
                     throw std::runtime_error(fmt::format("route \"{}\": listen {}: {}", rc.name,
                                                          e.to_string(), error.what()));

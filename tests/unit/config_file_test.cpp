@@ -298,6 +298,11 @@ TEST(ConfigFile, UpstreamNamesLetOneAddressServeTwice) {
     EXPECT_EQ(members[2].name, "");
 }
 
+TEST(ConfigFile, DualStackIsARouteKey) {
+    EXPECT_TRUE(parse(web("dual_stack = true\n")).config->routes.at(0).dual_stack);
+    EXPECT_FALSE(parse(web()).config->routes.at(0).dual_stack);
+}
+
 TEST(ConfigFile, UpstreamsAsInlineTables) {
     const ConfigFileResult result =
         parse("[[route]]\nname = \"a\"\nlisten = \":1\"\n"
@@ -512,13 +517,21 @@ const ErrorCase kErrorCases[] = {
                         "listen = { address = \"unix:/run/u.sock\", user = \"\" }\n"
                         "[[route.upstream]]\naddress = \":2\"\n",
      {"t.toml:3: route \"u\": listen user must be a user or group name, or a number, not \"\""}},
+    {"DualStackNotABool", web("dual_stack = 1\n"),
+     {"t.toml:4: route \"web\": dual_stack must be true or false, not 1"}},
+    {"DualStackDiffersOnASharedAddress",
+     "[[route]]\nname = \"a\"\nlisten = \"[::]:443\"\ndual_stack = true\n"
+     "server_names = [\"a.example\"]\n[[route.upstream]]\naddress = \":2\"\n"
+     "[[route]]\nname = \"b\"\nlisten = \"[::]:443\"\n[[route.upstream]]\naddress = \":2\"\n",
+     {"t.toml:10: route \"b\": listen address \"[::]:443\" is set up otherwise (mode, user, "
+      "group, dual_stack) by route \"a\" at line 3, which shares it"}},
     {"ListenSharedWithOtherAccess",
      "[[route]]\nname = \"a\"\nlisten = { address = \"unix:/run/s.sock\", mode = \"0660\" }\n"
      "server_names = [\"a.example\"]\n[[route.upstream]]\naddress = \":2\"\n"
      "[[route]]\nname = \"b\"\nlisten = \"unix:/run/s.sock\"\n"
      "[[route.upstream]]\naddress = \":2\"\n",
      {"t.toml:9: route \"b\": listen address \"unix:/run/s.sock\" is set up otherwise (mode, "
-      "user, group) by route \"a\" at line 3, which shares it"}},
+      "user, group, dual_stack) by route \"a\" at line 3, which shares it"}},
     {"ListenBadAddress", "[[route]]\nname = \"web\"\nlisten = \"nope\"\n"
                          "[[route.upstream]]\naddress = \":2\"\n",
      {"t.toml:3: route \"web\": listen: bad address \"nope\": missing ':port' (expected "

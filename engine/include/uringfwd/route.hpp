@@ -146,6 +146,12 @@ struct RouteConfig {
     // listen_access[i] for listen[i], Unix paths only; shorter than listen (or empty):
     // the rest keep the defaults. Routes that share an address must agree on it.
     std::vector<UnixSocketAccess> listen_access;
+    // An IPv6 listen address takes IPv4 clients too, as v4-mapped addresses
+    // (IPV6_V6ONLY off): "[::]:443" alone then serves both families. Off (the default,
+    // whatever net.ipv6.bindv6only says): an IPv6 address is IPv6 only, and IPv4 needs a
+    // listen address of its own ("0.0.0.0:443", which a dual-stack [::]:443 would
+    // collide with).
+    bool dual_stack = false;
     UpstreamPool pool;
     // Open connections of the route at most; at the limit its listeners stop accepting
     // (clients wait in the backlog) until one closes. Split evenly among the shards
