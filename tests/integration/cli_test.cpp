@@ -327,7 +327,7 @@ TEST(Cli, SecondSignalResetsOpenConnectionsAndExitsZero) {
     SilentServer upstream;
     BinaryProcess proc{uring_fwd_binary(),
                        {"--listen", "127.0.0.1:0", "--upstream", upstream.endpoint().to_string(),
-                        "--drain-timeout", "60000"}};
+                        "--drain-timeout", "60s"}};
     const auto endpoint = proc.wait_listening(Deadline{10s});
     ASSERT_TRUE(endpoint.has_value()) << proc.stderr_text();
     UniqueFd client = connect_to(*endpoint);
@@ -349,7 +349,7 @@ TEST(Cli, DrainTimeoutEndsIdleConnection) {
     SilentServer upstream;
     BinaryProcess proc{uring_fwd_binary(),
                        {"--listen", "127.0.0.1:0", "--upstream", upstream.endpoint().to_string(),
-                        "--drain-timeout", "500"}};
+                        "--drain-timeout", "500ms"}};
     const auto endpoint = proc.wait_listening(Deadline{10s});
     ASSERT_TRUE(endpoint.has_value()) << proc.stderr_text();
     UniqueFd client = connect_to(*endpoint);
