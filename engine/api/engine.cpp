@@ -11,7 +11,6 @@
 #include "uringfwd/cpu_list.hpp"
 #include "uringfwd/numa_topology.hpp"
 
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <dirent.h>
@@ -55,7 +54,8 @@ void Engine::Impl::launch() {
     // share an address share its listener.
     for (std::size_t g = 0; g < routes_->groups.size(); ++g)
         listeners_.push_back({static_cast<uint32_t>(routes_->groups[g].anchor),
-                              routes_->groups[g].address, false, static_cast<uint32_t>(g)});
+                              routes_->groups[g].address, false, static_cast<uint32_t>(g),
+                              routes_->groups[g].options});
     try {
         adopt_inherited(cpus.size());
     } catch (const std::exception& e) {
@@ -94,6 +94,7 @@ engine::ListenerSetup Engine::Impl::listener_setup(std::size_t shard, std::size_
     setup.route = listeners_[l].route;
     setup.group = listeners_[l].group;
     setup.address = listeners_[l].address;
+    setup.options = listeners_[l].options;
     setup.cpu = cpu;
     bool tcp = setup.address.family() != AF_UNIX;
     setup.set_incoming_cpu = config_.steer_by_cpu && tcp;
@@ -256,7 +257,6 @@ void Engine::Impl::wait() {
     std::lock_guard lock(plan_mu_);
     if (routes_ && routes_->health)
         routes_->health->stop();
-    remove_unix_socket_file();
 }
 
 std::vector<ShardStats> Engine::Impl::shard_stats() const {
@@ -333,27 +333,6 @@ std::vector<int> Engine::Impl::worker_cpus(int shard_cpu) const {
             return topology_.node_cpus[static_cast<std::size_t>(node)];
     }
     return {shard_cpu};
-}
-
-void Engine::Impl::remove_unix_socket_file() {
-    if (unlinked_)
-        return;
-    unlinked_ = true;
-    // Released sockets serve another process now; inherited ones belong to whoever
-    // made them (a systemd socket unit removes its own file).
-    if (released_)
-        return;
-    for (const PlannedListener& l : listeners_)
-        if (!l.closed && !l.inherited)
-            remove_unix_socket_file(l.address);
-}
-
-void Engine::Impl::remove_unix_socket_file(const engine::SocketAddress& address) {
-    if (address.family() != AF_UNIX)
-        return;
-    auto* un = reinterpret_cast<const sockaddr_un*>(&address.storage);
-    if (un->sun_path[0] != '\0') // not abstract
-        ::unlink(un->sun_path);
 }
 
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -87,20 +87,16 @@ private:
     // Which CPUs a shard's io-wq workers may use.
     std::vector<int> worker_cpus(int shard_cpu) const;
 
-    void remove_unix_socket_file();
-
     // inherited.cpp: matches config_.inherited_listeners to listeners_ (inherited_);
     // throws std::runtime_error for a socket that cannot be used.
     void adopt_inherited(std::size_t shards);
 
     struct PlannedListener {
-        uint32_t route;                // its group's anchor route
-        engine::SocketAddress address; // bound (port resolved) once shard 0 started
-        bool closed = false;           // removed by a reconfiguration
-        uint32_t group = 0;            // in routes_->groups
-        // Its socket came from outside (EngineConfig::inherited_listeners): a Unix
-        // socket's file is not ours to remove.
-        bool inherited = false;
+        uint32_t route;                      // its group's anchor route
+        engine::SocketAddress address;       // bound (port resolved) once shard 0 started
+        bool closed = false;                 // removed by a reconfiguration
+        uint32_t group = 0;                  // in routes_->groups
+        engine::ListenSocketOptions options; // how its socket was set up when bound
     };
     // Whether `l` takes clients of the route named `route` (alone or in a group).
     bool serves(const PlannedListener& l, std::string_view route) const;
@@ -108,7 +104,6 @@ private:
     std::vector<std::string> needs_restart(const EngineConfig& next) const;
     std::string apply_to_shards(const engine::RouteTable& next,
                                 std::shared_ptr<const engine::RouteTable> table);
-    void remove_unix_socket_file(const engine::SocketAddress& address);
     // The pools' host names resolve to other addresses now: serve the same routes anew.
     void refresh_names();
 
@@ -131,7 +126,6 @@ private:
     EngineConfig current_;
     // Looks pool host names up again; declared last, so it stops before the rest goes.
     std::unique_ptr<engine::NameRefresher> names_;
-    bool unlinked_ = false;
     // Guards routes_ and listeners_ once running: reconfigure() changes them while
     // other threads may read them (listen_endpoints(), describe()).
     mutable std::mutex plan_mu_;

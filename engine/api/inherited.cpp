@@ -9,11 +9,14 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -43,6 +46,25 @@ engine::InheritedSocket describe_inherited(int fd) {
     return out;
 }
 
+// "127.0.0.1:19000 (2 sockets), unix:/run/a.sock": each address once, in the order given.
+std::string describe_addresses(const std::vector<engine::InheritedSocket>& sockets) {
+    std::vector<std::pair<std::string, std::size_t>> counts;
+    for (const engine::InheritedSocket& s : sockets) {
+        const std::string address = s.address.to_string();
+        auto it = std::find_if(counts.begin(), counts.end(),
+                               [&](const auto& c) { return c.first == address; });
+        if (it == counts.end())
+            counts.emplace_back(address, 1);
+        else
+            ++it->second;
+    }
+    std::string out;
+    for (const auto& [address, count] : counts)
+        out += fmt::format("{}{}{}", out.empty() ? "" : ", ", address,
+                           count > 1 ? fmt::format(" ({} sockets)", count) : std::string());
+    return out;
+}
+
 } // namespace
 
 void Engine::Impl::adopt_inherited(std::size_t shards) {
@@ -56,6 +78,11 @@ void Engine::Impl::adopt_inherited(std::size_t shards) {
     for (const PlannedListener& l : listeners_)
         listen.push_back(engine::to_endpoint(l.address));
     engine::InheritedPlan plan = engine::match_inherited(listen, sockets);
+    if (config_.serve_every_inherited && !plan.unmatched.empty())
+        throw std::runtime_error(
+            fmt::format("the inherited listening sockets of {} match no listen address of this "
+                        "configuration; not taking them over without serving them",
+                        describe_addresses(plan.unmatched)));
     for (const engine::InheritedSocket& s : plan.unmatched)
         log_.warn("inherited listening socket {} (fd {}) is no route's listen address; "
                   "not served",
@@ -69,7 +96,6 @@ void Engine::Impl::adopt_inherited(std::size_t shards) {
         } catch (const std::invalid_argument& e) {
             throw std::runtime_error(e.what());
         }
-        listeners_[l].inherited = true;
         log_.info("{}: adopting {} inherited listening socket{}", listen[l].to_string(),
                   plan.per_listener[l].size(), plan.per_listener[l].size() == 1 ? "" : "s");
     }

@@ -142,6 +142,12 @@ std::string Engine::Impl::apply_to_shards(const engine::RouteTable& next,
                 listener_routes[l] = static_cast<int>(group.anchor);
                 listener_groups[l] = static_cast<uint32_t>(g);
                 kept = true;
+                // The socket stays (no client is refused), set up as it was bound.
+                if (!(listeners_[l].options == group.options))
+                    log_.warn("reconfigure: {}: the socket's mode, user, group or dual_stack "
+                              "changed but apply only when it is bound again (a restart); "
+                              "keeping them",
+                              engine::to_endpoint(address).to_string());
             }
         }
         for (const PlannedListener& other : added)
@@ -149,8 +155,8 @@ std::string Engine::Impl::apply_to_shards(const engine::RouteTable& next,
                 engine::to_endpoint(address).port != 0)
                 return fmt::format("{} is listed twice", engine::to_endpoint(address).to_string());
         if (!kept)
-            added.push_back(
-                {static_cast<uint32_t>(group.anchor), address, false, static_cast<uint32_t>(g)});
+            added.push_back({static_cast<uint32_t>(group.anchor), address, false,
+                             static_cast<uint32_t>(g), group.options});
     }
     std::size_t first_new = listeners_.size();
     for (std::size_t i = 0; i < shards_.size(); ++i) {
@@ -164,6 +170,7 @@ std::string Engine::Impl::apply_to_shards(const engine::RouteTable& next,
             setup.route = added[k].route;
             setup.group = added[k].group;
             setup.address = added[k].address;
+            setup.options = added[k].options;
             setup.cpu = shards_[i]->cpu();
             bool tcp = setup.address.family() != AF_UNIX;
             setup.set_incoming_cpu = config_.steer_by_cpu && tcp;
@@ -185,8 +192,7 @@ std::string Engine::Impl::apply_to_shards(const engine::RouteTable& next,
     }
     for (std::size_t l = 0; l < listener_routes.size(); ++l) {
         if (listener_routes[l] < 0 && !listeners_[l].closed) {
-            listeners_[l].closed = true;
-            remove_unix_socket_file(listeners_[l].address);
+            listeners_[l].closed = true; // shard 0 removed a socket file its bind made
         } else if (listener_routes[l] >= 0) {
             listeners_[l].route = static_cast<uint32_t>(listener_routes[l]);
             listeners_[l].group = listener_groups[l];

@@ -1,7 +1,11 @@
 #include "cli/flags.hpp"
 
+#include "config/duration.hpp"
+#include "config/upgrade_socket_path.hpp"
 #include "net/cidr.hpp"
+#include "support/quote_input.hpp"
 
+#include "uringfwd/config_file.hpp"
 #include "uringfwd/cpu_list.hpp"
 #include "uringfwd/numa_topology.hpp"
 
@@ -11,16 +15,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <stdexcept>
 
 namespace uringfwd::cli {
 namespace {
 
 // The flags that say what to serve; a configuration file's routes replace them.
-constexpr const char* kRouteFlags[] = {"--listen",          "--upstream",       "--connect-timeout",
-                                       "--balance",         "--retries",        "--idle-timeout",
-                                       "--max-connections", "--accept-proxy",   "--trusted-sources",
-                                       "--send-proxy",      "--inspect-timeout"};
+constexpr const char* kRouteFlags[] = {"--listen",          "--upstream",   "--connect-timeout",
+                                       "--balance",         "--retries",    "--idle-timeout",
+                                       "--max-connections", "--dual-stack", "--accept-proxy",
+                                       "--trusted-sources", "--send-proxy", "--inspect-timeout"};
 
 std::vector<int> parse_cpus(const std::string& flag, const std::string& text) {
     try {
@@ -56,6 +61,65 @@ Endpoint parse_endpoint(const std::string& flag, const std::string& text) {
     } catch (const std::invalid_argument& e) {
         fail(fmt::format("{}: {}", flag, e.what()));
     }
+}
+
+// What a duration flag accepts: the configuration file's syntax and, for the same
+// setting, the file's range (engine_section.cpp, route_section.cpp).
+struct DurationRange {
+    std::chrono::microseconds min;
+    std::optional<std::chrono::microseconds> max;
+    bool micros = false; // "us" too (busy_poll)
+};
+
+using namespace std::chrono_literals;
+constexpr DurationRange kConnectTimeout{1ms, 1h};
+constexpr DurationRange kIdleTimeout{0us, std::nullopt};
+constexpr DurationRange kInspectTimeout{1ms, 1h};
+constexpr DurationRange kBusyPoll{0us, 1s, true};
+constexpr DurationRange kBulkPark{0us, 1s};
+constexpr DurationRange kDrainTimeout{0us, 24h};
+
+// `text` as the file reads a duration (with "us" where the range allows it).
+std::optional<std::chrono::microseconds> parse_flag_duration(const std::string& text,
+                                                             const DurationRange& range,
+                                                             std::string* why = nullptr) {
+    if (range.micros)
+        return config::parse_duration_us(text, why);
+    if (auto ms = parse_duration(text, why))
+        return *ms;
+    return std::nullopt;
+}
+
+// The reason `text` is no duration within `range`, or "" when it is one.
+std::string duration_problem(const std::string& text, const DurationRange& range) {
+    std::string why;
+    const std::optional<std::chrono::microseconds> value = parse_flag_duration(text, range, &why);
+    if (!value)
+        return fmt::format("{} {}", quote_input(text), why);
+    if (*value < range.min || (range.max && *value > *range.max))
+        return fmt::format("must be {}, not {}",
+                           range.max
+                               ? fmt::format("{}..{}", config::format_duration(range.min),
+                                             config::format_duration(*range.max))
+                               : fmt::format("at least {}", config::format_duration(range.min)),
+                           quote_input(text));
+    return {};
+}
+
+// A duration flag: checked while parsing (CLI11 names the flag: "--idle-timeout: \"30\"
+// has no unit (use ms, s, m or h; only 0 goes without)"), shown in --help as DURATION.
+CLI::Option* add_duration(CLI::App& app, const char* name, std::string& into,
+                          const std::string& help, DurationRange range) {
+    return app.add_option(name, into, help)
+        ->type_name("DURATION")
+        ->check(CLI::Validator([range](std::string& text) { return duration_problem(text, range); },
+                               ""))
+        ->capture_default_str();
+}
+
+// The value of a duration flag its check accepted.
+template <typename Duration> Duration duration_flag(const std::string& text, DurationRange range) {
+    return std::chrono::duration_cast<Duration>(parse_flag_duration(text, range).value_or(0us));
 }
 
 // Each engine-wide flag that was given, over `config`. Without --config every default
@@ -97,13 +161,19 @@ void apply_engine_flags(const CLI::App& app, const Flags& flags, EngineConfig& c
     if (given("--bulk-buffer-size"))
         config.bulk_buffer_size = flags.bulk_buffer_size;
     if (given("--busy-poll"))
-        config.busy_poll = std::chrono::microseconds(flags.busy_poll_us);
+        config.busy_poll = duration_flag<std::chrono::microseconds>(flags.busy_poll, kBusyPoll);
     if (given("--bulk-park"))
-        config.bulk_park = std::chrono::milliseconds(flags.bulk_park_ms);
+        config.bulk_park = duration_flag<std::chrono::milliseconds>(flags.bulk_park, kBulkPark);
     if (given("--drain-timeout"))
-        config.drain_timeout = std::chrono::milliseconds(flags.drain_timeout_ms);
-    if (given("--upgrade-socket"))
+        config.drain_timeout =
+            duration_flag<std::chrono::milliseconds>(flags.drain_timeout, kDrainTimeout);
+    if (given("--upgrade-socket")) {
+        // The file's rule (engine_section.cpp), so one path is good or bad in both.
+        if (!config::is_upgrade_socket_path(flags.upgrade_socket))
+            fail(fmt::format("--upgrade-socket must be {}, not {}", config::kUpgradeSocketPath,
+                             quote_input(flags.upgrade_socket)));
         config.upgrade_socket = flags.upgrade_socket;
+    }
     if (given("--log-level")) {
         const auto level = parse_log_level(flags.log_level);
         if (!level)
@@ -123,14 +193,19 @@ void fail(const std::string& message) {
 void add_flags(CLI::App& app, Flags& flags) {
     app.add_option("-c,--config", flags.config_path,
                    "routes, pools and engine settings from a TOML file (see "
-                   "examples/uring-fwd.toml); replaces --listen, --upstream and "
-                   "--connect-timeout, and engine flags given as well override its [engine] "
+                   "examples/uring-fwd.toml); replaces the route flags (--listen, --upstream, "
+                   "--dual-stack, --balance, --retries, --idle-timeout, --max-connections, "
+                   "--connect-timeout, --accept-proxy, --trusted-sources, --send-proxy, "
+                   "--inspect-timeout), and engine flags given as well override its [engine] "
                    "values");
     app.add_flag("--check", flags.check,
                  "with --config: check the file and exit, printing \"FILE: ok\" and its routes "
                  "(status 0) or every error as FILE:LINE: message (status 1)");
     app.add_option("-l,--listen", flags.listen,
-                   "address to accept clients on: 127.0.0.1:9000, [::1]:9000, unix:/path");
+                   "address to accept clients on: 127.0.0.1:9000, [::1]:9000, [::]:9000 (IPv6 "
+                   "only, unless --dual-stack), unix:/path; give it several times for several");
+    app.add_flag("--dual-stack", flags.dual_stack,
+                 "a [::]:PORT listen address takes IPv4 clients too (IPV6_V6ONLY off)");
     app.add_option("-u,--upstream", flags.upstreams,
                    "address to forward to (same forms); give it several times for a pool");
     app.add_option("--balance", flags.balance,
@@ -142,14 +217,10 @@ void add_flags(CLI::App& app, Flags& flags) {
                    "after a refused or timed-out connect, try this many other pool members")
         ->check(CLI::Range(0u, 100u))
         ->capture_default_str();
-    app.add_option("--idle-timeout", flags.idle_timeout_ms,
-                   "close a connection (FIN) when no byte moved either way for this long "
-                   "(ms, or 30s, 10m); 0 = never")
-        ->transform(CLI::AsNumberWithUnit(
-            std::map<std::string, long>{{"ms", 1}, {"s", 1000}, {"m", 60 * 1000}},
-            CLI::AsNumberWithUnit::CASE_SENSITIVE))
-        ->check(CLI::Range(0L, 24L * 3600 * 1000))
-        ->default_str("0");
+    add_duration(app, "--idle-timeout", flags.idle_timeout,
+                 "close a connection (FIN) when no byte moved either way for this long "
+                 "(30s, 10m, 1h); 0 = never",
+                 kIdleTimeout);
     app.add_option("--max-connections", flags.max_connections,
                    "open connections at most (split among shards); more clients wait in the "
                    "listen backlog; 0 = no limit")
@@ -164,19 +235,12 @@ void add_flags(CLI::App& app, Flags& flags) {
                    "send a PROXY protocol header to the upstream before any client byte")
         ->check(CLI::IsMember({"off", "v1", "v2"}))
         ->capture_default_str();
-    app.add_option("--inspect-timeout", flags.inspect_timeout_ms,
-                   "with --accept-proxy: reset a client whose header is not complete after "
-                   "this long (ms, or with a unit: 3s)")
-        ->transform(CLI::AsNumberWithUnit(std::map<std::string, long>{{"ms", 1}, {"s", 1000}},
-                                          CLI::AsNumberWithUnit::CASE_SENSITIVE))
-        ->check(CLI::Range(1L, 3600L * 1000))
-        ->default_str("3s");
-    app.add_option("--connect-timeout", flags.connect_timeout_ms,
-                   "give up on an upstream connect after this long (ms, or with a unit: 5s)")
-        ->transform(CLI::AsNumberWithUnit(std::map<std::string, long>{{"ms", 1}, {"s", 1000}},
-                                          CLI::AsNumberWithUnit::CASE_SENSITIVE))
-        ->check(CLI::Range(1L, 3600L * 1000))
-        ->default_str("5s");
+    add_duration(app, "--inspect-timeout", flags.inspect_timeout,
+                 "with --accept-proxy: reset a client whose header is not complete after "
+                 "this long",
+                 kInspectTimeout);
+    add_duration(app, "--connect-timeout", flags.connect_timeout,
+                 "give up on an upstream connect after this long", kConnectTimeout);
     app.add_option("--max-pipes", flags.max_pipes,
                    "pipes per shard at most; a direction that finds none waits for one")
         ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20))
@@ -236,27 +300,18 @@ void add_flags(CLI::App& app, Flags& flags) {
                    "size of each bulk buffer in bytes (4096..16777216)")
         ->check(CLI::Range(std::size_t{4096}, std::size_t{16} << 20))
         ->capture_default_str();
-    app.add_option("--busy-poll", flags.busy_poll_us,
-                   "low-latency mode: poll for up to this long before sleeping (us, or with a "
-                   "unit: 50us, 1ms); costs CPU; 0 = off")
-        ->transform(CLI::AsNumberWithUnit(std::map<std::string, long>{{"us", 1}, {"ms", 1000}},
-                                          CLI::AsNumberWithUnit::CASE_SENSITIVE))
-        ->check(CLI::Range(0L, 1000L * 1000))
-        ->default_str("0");
-    app.add_option("--bulk-park", flags.bulk_park_ms,
-                   "experimental: a bulk direction's splice waits in the kernel for data up to "
-                   "this long (ms, or 20ms) instead of being gated by a poll; 0 = off")
-        ->transform(CLI::AsNumberWithUnit(std::map<std::string, long>{{"ms", 1}, {"s", 1000}},
-                                          CLI::AsNumberWithUnit::CASE_SENSITIVE))
-        ->check(CLI::Range(0L, 1000L))
-        ->default_str("0");
-    app.add_option("--drain-timeout", flags.drain_timeout_ms,
-                   "on SIGTERM/SIGINT, let open connections finish this long (ms, or 30s); a "
-                   "second signal resets them at once")
-        ->transform(CLI::AsNumberWithUnit(std::map<std::string, long>{{"ms", 1}, {"s", 1000}},
-                                          CLI::AsNumberWithUnit::CASE_SENSITIVE))
-        ->check(CLI::Range(0L, 24L * 3600 * 1000))
-        ->default_str("30s");
+    add_duration(app, "--busy-poll", flags.busy_poll,
+                 "low-latency mode: poll for up to this long before sleeping (50us, 1ms; at "
+                 "most 1s); costs CPU; 0 = off",
+                 kBusyPoll);
+    add_duration(app, "--bulk-park", flags.bulk_park,
+                 "experimental: a bulk direction's splice waits in the kernel for data up to "
+                 "this long (20ms; at most 1s) instead of being gated by a poll; 0 = off",
+                 kBulkPark);
+    add_duration(app, "--drain-timeout", flags.drain_timeout,
+                 "on SIGTERM/SIGINT, let open connections finish this long (at most 24h); a "
+                 "second signal resets them at once",
+                 kDrainTimeout);
     app.add_option("--metrics", flags.metrics,
                    "serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9100 "
                    "(default: not served)");
@@ -273,7 +328,10 @@ void add_flags(CLI::App& app, Flags& flags) {
                    "one drains; SIGRTMIN+1 makes the running process start its successor "
                    "(the binary now at its path, same arguments)")
         ->type_name("PATH");
-    app.footer("With --config, the engine flags above (--shards, --cpus, --data-path, ...) "
+    app.footer("A DURATION is a whole number and a unit, as in the configuration file: 250ms, "
+               "2s, 5m, 1h (and 50us for --busy-poll), or 0; a number without a unit is "
+               "refused.\n"
+               "With --config, the engine flags above (--shards, --cpus, --data-path, ...) "
                "override the file's [engine] values; --cpus and --numa-node replace its cpus "
                "and numa_nodes together.");
 }
@@ -287,26 +345,33 @@ EngineConfig config_from_flags(const CLI::App& app, const Flags& flags) {
     if (app.count("--upstream") == 0)
         fail("--upstream is required (or --config FILE)");
     EngineConfig config;
-    config.listen = parse_endpoint("--listen", flags.listen);
+    config.listen = parse_endpoint("--listen", flags.listen.front());
     config.upstream = parse_endpoint("--upstream", flags.upstreams.front());
-    config.connect_timeout = std::chrono::milliseconds(flags.connect_timeout_ms);
+    config.connect_timeout =
+        duration_flag<std::chrono::milliseconds>(flags.connect_timeout, kConnectTimeout);
     // One route, as a file with one [[route]] would say it.
     RouteConfig route;
     route.name = "default";
-    route.listen = {config.listen};
+    for (const std::string& text : flags.listen)
+        route.listen.push_back(parse_endpoint("--listen", text));
+    route.dual_stack = flags.dual_stack;
     for (const std::string& text : flags.upstreams)
         route.pool.members.push_back(UpstreamMember{parse_endpoint("--upstream", text)});
     route.pool.balance = *parse_balance_policy(flags.balance); // checked by IsMember
     route.pool.connect_timeout = config.connect_timeout;
     route.pool.retries = flags.retries;
-    route.idle_timeout = std::chrono::milliseconds(flags.idle_timeout_ms);
+    route.idle_timeout = duration_flag<std::chrono::milliseconds>(flags.idle_timeout, kIdleTimeout);
     route.max_connections = flags.max_connections;
     route.accept_proxy = flags.accept_proxy;
     route.send_proxy = *parse_proxy_version(flags.send_proxy); // checked by IsMember
-    route.inspect_timeout = std::chrono::milliseconds(flags.inspect_timeout_ms);
+    route.inspect_timeout =
+        duration_flag<std::chrono::milliseconds>(flags.inspect_timeout, kInspectTimeout);
+    // Without --accept-proxy nothing is read before connecting, so both would be
+    // ignored: a flag that does nothing is a mistake to say, not to swallow.
+    for (const char* needs_proxy : {"--trusted-sources", "--inspect-timeout"})
+        if (app.count(needs_proxy) > 0 && !flags.accept_proxy)
+            fail(fmt::format("{} needs --accept-proxy", needs_proxy));
     if (app.count("--trusted-sources") > 0) {
-        if (!flags.accept_proxy)
-            fail("--trusted-sources needs --accept-proxy");
         std::string_view rest = flags.trusted_sources;
         while (!rest.empty()) {
             std::size_t comma = rest.find(',');

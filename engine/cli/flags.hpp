@@ -2,11 +2,13 @@
 // alone or over a configuration file.
 #pragma once
 
+#include "config/duration.hpp"
 #include "uringfwd/config.hpp"
 #include "uringfwd/operations.hpp"
 
 #include <CLI/CLI.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -16,6 +18,11 @@ namespace uringfwd::cli {
 // Prints "uring-fwd: error: MESSAGE" on one line and exits with status 1.
 [[noreturn]] void fail(const std::string& message);
 
+// A default of EngineConfig as a duration flag writes it ("5s").
+template <typename Duration> std::string default_duration(Duration d) {
+    return config::format_duration(std::chrono::duration_cast<std::chrono::microseconds>(d));
+}
+
 // The flags as parsed. Defaults come from EngineConfig so the two cannot drift apart;
 // whether a flag was given at all is asked of the CLI::App, since only a given flag may
 // override the configuration file.
@@ -23,17 +30,20 @@ struct Flags {
     std::string config_path;
     bool check = false;
 
-    std::string listen;
+    // Durations are strings in the configuration file's syntax ("250ms", "5m", "0"),
+    // read by add_duration()'s check and duration_flag().
+    std::vector<std::string> listen;    // several: one route listening on each
     std::vector<std::string> upstreams; // several: a pool
-    long connect_timeout_ms = EngineConfig{}.connect_timeout.count();
+    std::string connect_timeout = default_duration(EngineConfig{}.connect_timeout);
     std::string balance = "round-robin";
     unsigned retries = UpstreamPool{}.retries;
-    long idle_timeout_ms = 0;
+    std::string idle_timeout = "0";
     std::size_t max_connections = 0;
+    bool dual_stack = false;
     bool accept_proxy = false;
     std::string trusted_sources; // CIDR,CIDR,...
     std::string send_proxy = "off";
-    long inspect_timeout_ms = RouteConfig{}.inspect_timeout.count();
+    std::string inspect_timeout = default_duration(RouteConfig{}.inspect_timeout);
 
     std::size_t max_pipes = EngineConfig{}.max_pipes;
     std::size_t pipe_size = EngineConfig{}.pipe_size;
@@ -51,9 +61,9 @@ struct Flags {
     std::size_t copy_buffer_size = EngineConfig{}.copy_buffer_size;
     unsigned bulk_buffers = EngineConfig{}.bulk_buffers;
     std::size_t bulk_buffer_size = EngineConfig{}.bulk_buffer_size;
-    long busy_poll_us = EngineConfig{}.busy_poll.count();
-    long bulk_park_ms = EngineConfig{}.bulk_park.count();
-    long drain_timeout_ms = EngineConfig{}.drain_timeout.count();
+    std::string busy_poll = default_duration(EngineConfig{}.busy_poll);
+    std::string bulk_park = default_duration(EngineConfig{}.bulk_park);
+    std::string drain_timeout = default_duration(EngineConfig{}.drain_timeout);
 
     std::string metrics;
     std::string access_log;

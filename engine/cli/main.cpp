@@ -68,12 +68,14 @@ std::string metrics_address(uringfwd::Endpoint address, uint16_t port) {
     return address.to_string();
 }
 
-// --config FILE: the file's configuration with the engine flags given over it. A file
-// with errors prints each as "FILE:LINE: message" (what editors jump to) and exits 1;
-// --check stops after the file, printing "FILE: ok" and its routes.
+// --config FILE: the file's configuration with the engine flags given over it, its names
+// (hosts, users, groups) looked up as the engine's start will. A file with errors prints
+// each as "FILE:LINE: message" (what editors jump to) and exits 1; --check stops after
+// the file, printing "FILE: ok" and its routes.
 uringfwd::EngineConfig config_from_file(const CLI::App& app, const uringfwd::cli::Flags& flags,
                                         uringfwd::OperationsConfig& operations) {
-    uringfwd::ConfigFileResult loaded = uringfwd::load_config_file(flags.config_path);
+    uringfwd::ConfigFileResult loaded =
+        uringfwd::load_config_file(flags.config_path, {}, uringfwd::NameLookup::Resolve);
     if (!loaded.config) {
         for (const std::string& error : loaded.errors)
             std::fprintf(stderr, "%s\n", error.c_str());
@@ -97,7 +99,8 @@ void reload_file(uringfwd::Engine& engine, const CLI::App& app, const uringfwd::
         std::fprintf(stderr, "uring-fwd: SIGHUP: no --config file to read again; ignored\n");
         return;
     }
-    uringfwd::ConfigFileResult loaded = uringfwd::load_config_file(flags.config_path);
+    uringfwd::ConfigFileResult loaded =
+        uringfwd::load_config_file(flags.config_path, {}, uringfwd::NameLookup::Resolve);
     if (!loaded.config) {
         for (const std::string& error : loaded.errors)
             std::fprintf(stderr, "%s\n", error.c_str());
@@ -211,6 +214,9 @@ int main(int argc, char** argv) {
             std::vector<int> fds = takeover->fds();
             config.inherited_listeners.insert(config.inherited_listeners.end(), fds.begin(),
                                               fds.end());
+            // The old process lets go of every socket it handed us: serve them all, or
+            // refuse (it then serves on as if nothing had happened).
+            config.serve_every_inherited = true;
             std::fprintf(stderr, "uring-fwd: upgrade: took %zu listening sockets from process %d\n",
                          fds.size(), static_cast<int>(takeover->old_pid()));
         }
@@ -237,6 +243,9 @@ int main(int argc, char** argv) {
         engine = uringfwd::Engine::start(config);
     } catch (const uringfwd::StartError& e) {
         // A failed upgrade leaves the old process serving: closing our end tells it.
+        if (takeover)
+            fail(fmt::format("upgrade: {}; process {} serves on", e.what(),
+                             static_cast<int>(takeover->old_pid())));
         fail(e.what());
     }
     for (int fd : activated.fds)

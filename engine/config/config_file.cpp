@@ -5,6 +5,7 @@
 
 #include "config/engine_section.hpp"
 #include "config/error_list.hpp"
+#include "config/name_check.hpp"
 #include "config/route_section.hpp"
 #include "config/table_reader.hpp"
 #include "routing/sni_router.hpp"
@@ -56,6 +57,9 @@ void check_listeners(const std::vector<ParsedRoute>& routes, ErrorList& errors) 
     struct Group {
         std::string address;
         std::vector<Member> members;
+        // Its first route's: one socket, set up one way.
+        UnixSocketAccess access;
+        bool dual_stack = false; // IPv6 addresses only
     };
     std::vector<Group> groups;
     for (const ParsedRoute& r : routes) {
@@ -66,8 +70,11 @@ void check_listeners(const std::vector<ParsedRoute>& routes, ErrorList& errors) 
             auto group = std::find_if(groups.begin(), groups.end(), [&](const Group& g) {
                 return !own_port && g.address == address;
             });
+            const UnixSocketAccess access =
+                i < r.route.listen_access.size() ? r.route.listen_access[i] : UnixSocketAccess{};
+            const bool dual_stack = r.route.dual_stack && e.kind == Endpoint::Kind::Inet6;
             if (group == groups.end()) {
-                groups.push_back({address, {{&r, r.listen_lines[i]}}});
+                groups.push_back({address, {{&r, r.listen_lines[i]}}, access, dual_stack});
                 continue;
             }
             auto same = std::find_if(group->members.begin(), group->members.end(),
@@ -78,6 +85,13 @@ void check_listeners(const std::vector<ParsedRoute>& routes, ErrorList& errors) 
                                        r.label, quote_input(address), same->line));
                 continue;
             }
+            if (!(access == group->access) || dual_stack != group->dual_stack)
+                errors.add(r.listen_lines[i],
+                           fmt::format("{}: listen address {} is set up otherwise (mode, user, "
+                                       "group, dual_stack) by {} at line {}, which shares it",
+                                       r.label, quote_input(address),
+                                       group->members.front().route->label,
+                                       group->members.front().line));
             group->members.push_back({&r, r.listen_lines[i]});
         }
     }
@@ -118,7 +132,7 @@ std::vector<ParsedRoute> read_routes(config::TableReader& top, ErrorList& errors
 } // namespace
 
 ConfigFileResult parse_config(std::string_view text, std::string_view source_name,
-                              const TopologyReader& read_topology) {
+                              const TopologyReader& read_topology, NameLookup names) {
     ErrorList errors(source_name);
     toml::table root;
     try {
@@ -138,6 +152,8 @@ ConfigFileResult parse_config(std::string_view text, std::string_view source_nam
     check_unique_names(routes, errors);
     check_listeners(routes, errors);
     top.report_unknown_keys();
+    if (names == NameLookup::Resolve)
+        config::check_names(routes, errors);
 
     if (!errors.empty())
         return {std::nullopt, errors.lines(), {}};
@@ -146,7 +162,8 @@ ConfigFileResult parse_config(std::string_view text, std::string_view source_nam
     return {std::move(config), {}, std::move(operations)};
 }
 
-ConfigFileResult load_config_file(const std::string& path, const TopologyReader& read_topology) {
+ConfigFileResult load_config_file(const std::string& path, const TopologyReader& read_topology,
+                                  NameLookup names) {
     const auto fail = [&](std::string_view why) {
         return ConfigFileResult{std::nullopt, {fmt::format("{}: cannot read: {}", path, why)}, {}};
     };
@@ -179,7 +196,7 @@ ConfigFileResult load_config_file(const std::string& path, const TopologyReader&
     ::close(fd);
     if (!error.empty())
         return fail(error);
-    return parse_config(text, path, read_topology);
+    return parse_config(text, path, read_topology, names);
 }
 
 } // namespace uringfwd

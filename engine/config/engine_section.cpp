@@ -1,6 +1,7 @@
 #include "config/engine_section.hpp"
 
 #include "config/table_reader.hpp"
+#include "config/upgrade_socket_path.hpp"
 #include "support/quote_input.hpp"
 #include "uringfwd/cpu_list.hpp"
 
@@ -146,11 +147,9 @@ void read_engine_section(const toml::table& table, const TopologyReader& read_to
     if (const auto v = reader.duration("drain_timeout", 0us, microseconds{24h}))
         config.drain_timeout = std::chrono::duration_cast<milliseconds>(*v);
     if (const auto v = reader.string("upgrade_socket")) {
-        // A Unix socket path: sockaddr_un's sun_path holds 108 bytes with the NUL.
-        if (v->empty() || v->front() != '/' || v->size() > 107)
+        if (!is_upgrade_socket_path(*v))
             reader.error(line_of(*reader.get("upgrade_socket")),
-                         fmt::format("upgrade_socket must be an absolute path of at "
-                                     "most 107 bytes, not {}",
+                         fmt::format("upgrade_socket must be {}, not {}", kUpgradeSocketPath,
                                      quote_input(*v)));
         else
             config.upgrade_socket = *v;

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <stdexcept>
 
 namespace uringfwd::config {
@@ -54,21 +55,87 @@ void read_name(const toml::table& table, std::size_t index, ErrorList& errors, P
     out.name_line = line_of(*reader.get("name"));
 }
 
-void add_listen(TableReader& reader, const toml::node& node, ParsedRoute& out) {
-    if (!node.is_string()) {
-        reader.wrong("listen", node, "an address string");
+bool is_unix_path(const Endpoint& e) {
+    return e.is_unix() && !e.host.empty() && e.host.front() != '@';
+}
+
+// mode = "0660": permission bits in octal, as chmod(1) writes them. A TOML integer is
+// refused: 660 would be decimal, and 0o660 is easy to mistype as that.
+void read_mode(TableReader& reader, UnixSocketAccess& access) {
+    const toml::node* node = reader.get("mode");
+    if (node == nullptr)
+        return;
+    constexpr std::string_view kExpected = "an octal string such as \"0660\" (at most \"0777\")";
+    const std::string* text = node->is_string() ? &node->as_string()->get() : nullptr;
+    const bool octal =
+        text != nullptr && !text->empty() && text->size() <= 4 &&
+        std::all_of(text->begin(), text->end(), [](char c) { return c >= '0' && c <= '7'; });
+    const unsigned value = octal ? static_cast<unsigned>(std::stoul(*text, nullptr, 8)) : 0;
+    if (!octal || value > 0777) {
+        reader.wrong("mode", *node, kExpected);
         return;
     }
+    access.mode = value;
+}
+
+// user = "www-data" or group = "www-data" (names or numeric ids).
+void read_account(TableReader& reader, std::string_view key, std::string& out) {
+    const auto value = reader.string(key);
+    if (!value)
+        return;
+    if (value->empty())
+        reader.wrong(key, *reader.get(key), "a user or group name, or a number");
+    else
+        out = *value;
+}
+
+// A listen entry: an address, or an inline table with one and, for a Unix path, who
+// may connect to its socket file: { address = "unix:/run/a.sock", mode = "0660",
+// group = "www-data" }.
+void add_listen(TableReader& reader, const std::string& context, ErrorList& errors,
+                const toml::node& node, ParsedRoute& out) {
+    const std::size_t line = line_of(node);
+    std::optional<std::string> text;
+    UnixSocketAccess access;
+    if (node.is_string()) {
+        text = node.as_string()->get();
+    } else if (node.is_table()) {
+        TableReader entry(*node.as_table(), errors, context, "listen ",
+                          "in a listen table (address, mode, user, group)");
+        text = entry.string("address");
+        if (!text && entry.get("address") == nullptr)
+            entry.error(line, "address is required in a listen table");
+        read_mode(entry, access);
+        read_account(entry, "user", access.user);
+        read_account(entry, "group", access.group);
+        entry.report_unknown_keys();
+    } else {
+        reader.wrong("listen", node,
+                     "an address, or a table such as { address = \"unix:/run/a.sock\", mode = "
+                     "\"0660\" }");
+        return;
+    }
+    if (!text)
+        return;
     try {
-        out.route.listen.push_back(Endpoint::parse(node.as_string()->get()));
-        out.listen_lines.push_back(line_of(node));
+        Endpoint e = Endpoint::parse(*text);
+        if (!access.empty() && !is_unix_path(e)) {
+            reader.error(line, fmt::format("listen {}: mode, user and group are for unix: "
+                                           "paths only (a file to set them on)",
+                                           quote_input(*text)));
+            return;
+        }
+        out.route.listen.push_back(std::move(e));
+        out.route.listen_access.push_back(access);
+        out.listen_lines.push_back(line);
     } catch (const std::invalid_argument& e) {
-        reader.error(line_of(node), fmt::format("listen: {}", e.what()));
+        reader.error(line, fmt::format("listen: {}", e.what()));
     }
 }
 
-// listen: one address, or an array of them.
-void read_listen(TableReader& reader, ParsedRoute& out) {
+// listen: one address, or an array of them; each a string or a table.
+void read_listen(TableReader& reader, const std::string& context, ErrorList& errors,
+                 ParsedRoute& out) {
     const toml::node* listen = reader.get("listen");
     if (listen == nullptr) {
         reader.error(reader.line(), "listen is required: an address, or an array of them");
@@ -79,14 +146,14 @@ void read_listen(TableReader& reader, ParsedRoute& out) {
         if (all.empty())
             reader.error(line_of(*listen), "listen must hold at least one address");
         for (const toml::node& one : all)
-            add_listen(reader, one, out);
+            add_listen(reader, context, errors, one, out);
         return;
     }
-    if (!listen->is_string()) {
+    if (!listen->is_string() && !listen->is_table()) {
         reader.wrong("listen", *listen, "an address or an array of addresses");
         return;
     }
-    add_listen(reader, *listen, out);
+    add_listen(reader, context, errors, *listen, out);
 }
 
 // server_names and alpn: arrays of strings, each checked on its own line.
@@ -130,6 +197,14 @@ UpstreamMember read_upstream(const toml::table& table, const std::string& contex
     } else if (reader.get("address") == nullptr) {
         reader.error(reader.line(), "address is required");
     }
+    if (const auto name = reader.string("name")) {
+        if (valid_name(*name))
+            member.name = *name;
+        else
+            reader.error(line_of(*reader.get("name")),
+                         fmt::format("name must be 1..{} letters, digits, '-', '_' or '.', not {}",
+                                     kLongestName, quote_input(*name)));
+    }
     if (const auto v = reader.integer("weight", 1, 1000))
         member.weight = static_cast<unsigned>(*v);
     if (const auto v = reader.boolean("backup"))
@@ -143,7 +218,7 @@ UpstreamMember read_upstream(const toml::table& table, const std::string& contex
 }
 
 void read_upstreams(TableReader& reader, const std::string& context, ErrorList& errors,
-                    UpstreamPool& pool) {
+                    UpstreamPool& pool, std::vector<std::size_t>& lines) {
     const toml::node* node = reader.get("upstream");
     const toml::array* all = reader.array_of_tables("upstream", "[[route.upstream]]");
     if (node == nullptr || (all != nullptr && all->empty())) {
@@ -153,8 +228,30 @@ void read_upstreams(TableReader& reader, const std::string& context, ErrorList& 
     }
     if (all == nullptr)
         return; // the wrong type is reported already
-    for (const toml::node& one : *all)
-        pool.members.push_back(read_upstream(*one.as_table(), context, errors));
+    // Each member's label (its name, or its address as written) is one series of the
+    // metrics: two alike would be two samples of one series, which Prometheus refuses.
+    std::map<std::string, std::size_t> labels;
+    for (const toml::node& one : *all) {
+        const toml::table& table = *one.as_table();
+        const toml::node* address = table.get("address");
+        const toml::node* name = table.get("name");
+        lines.push_back(line_of(address != nullptr ? *address : one));
+        UpstreamMember member = read_upstream(table, context, errors);
+        if (address != nullptr && address->is_string()) {
+            const std::string label =
+                member.name.empty() ? member.address.to_string() : member.name;
+            const std::size_t line = member.name.empty() ? lines.back() : line_of(*name);
+            const auto [first, added] = labels.emplace(label, line);
+            if (!added && member.name.empty())
+                reader.error(line, fmt::format("upstream {} is listed twice (first at line {}); "
+                                               "give each a name to connect to one address twice",
+                                               quote_input(label), first->second));
+            else if (!added)
+                reader.error(line, fmt::format("upstream name {} is used twice (first at line {})",
+                                               quote_input(label), first->second));
+        }
+        pool.members.push_back(std::move(member));
+    }
     if (std::all_of(pool.members.begin(), pool.members.end(),
                     [](const UpstreamMember& m) { return m.backup; }))
         reader.error(line_of(*node),
@@ -266,7 +363,7 @@ ParsedRoute read_route(const toml::table& table, std::size_t index, ErrorList& e
     TableReader reader(table, errors, context, "", "in [[route]]");
     reader.get("name"); // read above; known
 
-    read_listen(reader, out);
+    read_listen(reader, context, errors, out);
     UpstreamPool& pool = out.route.pool;
     if (const auto v = reader.one_of("balance", {"round-robin", "least-active", "maglev"}))
         pool.balance = *parse_balance_policy(*v);
@@ -278,6 +375,8 @@ ParsedRoute read_route(const toml::table& table, std::size_t index, ErrorList& e
         pool.retries = static_cast<unsigned>(*v);
     if (const auto v = reader.integer("max_connections", 0, kNoLimit))
         out.route.max_connections = static_cast<std::size_t>(*v);
+    if (const auto v = reader.boolean("dual_stack"))
+        out.route.dual_stack = *v;
     if (const auto v = reader.duration("idle_timeout", 0us, std::nullopt))
         out.route.idle_timeout = duration_cast<milliseconds>(*v);
     if (const auto v = reader.duration("resolve_interval", 0us, std::nullopt))
@@ -291,7 +390,7 @@ ParsedRoute read_route(const toml::table& table, std::size_t index, ErrorList& e
     if (const auto v = reader.duration("inspect_timeout", 1ms, microseconds{1h}))
         out.route.inspect_timeout = duration_cast<milliseconds>(*v);
     read_proxy_protocol(reader, out.route);
-    read_upstreams(reader, context, errors, pool);
+    read_upstreams(reader, context, errors, pool, out.member_lines);
     read_health_check(reader, context, errors, pool.health_check);
     read_passive_health(reader, context, errors, pool.passive);
 

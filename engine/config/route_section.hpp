@@ -21,6 +21,7 @@ struct ParsedRoute {
     std::size_t line = 0;                  // its [[route]] header
     std::size_t name_line = 0;             // valid when named
     std::vector<std::size_t> listen_lines; // one per route.listen entry
+    std::vector<std::size_t> member_lines; // one per pool member: its address
     std::size_t tls_line = 0;              // server_names (or alpn) when given
 };
 

@@ -3,6 +3,7 @@
 #include <linux/filter.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -16,16 +17,12 @@
 namespace uringfwd::engine {
 
 namespace {
-bool is_stale_unix_socket(const SocketAddress& address) {
-    UniqueFd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (!probe)
-        return false;
-    return ::connect(probe.get(), address.get(), address.length) != 0 && errno == ECONNREFUSED;
-}
-
-bool is_path_unix(const SocketAddress& address) {
+// The path of a Unix address bound in the filesystem; empty for the abstract namespace.
+std::string unix_path(const SocketAddress& address) {
     auto* un = reinterpret_cast<const sockaddr_un*>(&address.storage);
-    return address.family() == AF_UNIX && un->sun_path[0] != '\0';
+    if (address.family() != AF_UNIX || un->sun_path[0] == '\0')
+        return {};
+    return std::string(un->sun_path, strnlen(un->sun_path, sizeof(un->sun_path)));
 }
 
 int enable(int fd, int level, int option) {
@@ -34,34 +31,64 @@ int enable(int fd, int level, int option) {
 }
 } // namespace
 
-UniqueFd open_listener(const SocketAddress& address, bool reuse_port, int backlog) {
-    auto fail = [&](const char* what) -> UniqueFd {
-        throw std::runtime_error(fmt::format("cannot listen on {}: {}{}",
-                                             to_endpoint(address).to_string(), what,
-                                             std::strerror(errno)));
+ListeningSocket open_listener(const SocketAddress& address, const ListenSocketOptions& options,
+                              int backlog) {
+    const std::string shown = to_endpoint(address).to_string();
+    auto fail_with = [&](int err, const std::string& what) -> ListeningSocket {
+        throw std::runtime_error(
+            fmt::format("cannot listen on {}: {}{}", shown, what, std::strerror(err)));
     };
-    UniqueFd fd(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-    if (!fd)
+    auto fail = [&](const char* what) {
+        const int err = errno;
+        return fail_with(err, what);
+    };
+    ListeningSocket out;
+    out.fd.reset(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (!out.fd)
         return fail("socket: ");
+    const int fd = out.fd.get();
     if (address.family() != AF_UNIX) {
-        if (enable(fd.get(), SOL_SOCKET, SO_REUSEADDR) != 0)
+        if (enable(fd, SOL_SOCKET, SO_REUSEADDR) != 0)
             return fail("SO_REUSEADDR: ");
-        if (reuse_port && enable(fd.get(), SOL_SOCKET, SO_REUSEPORT) != 0)
+        if (options.reuse_port && enable(fd, SOL_SOCKET, SO_REUSEPORT) != 0)
             return fail("SO_REUSEPORT: ");
-        if (address.family() == AF_INET6)
-            enable(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY); // [::] means IPv6 only; say 0.0.0.0 too
+        // Set either way: the system's default (net.ipv6.bindv6only) must not decide
+        // whether [::] takes IPv4 clients.
+        int v6_only = options.v6_only ? 1 : 0;
+        if (address.family() == AF_INET6 &&
+            ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6_only, sizeof(v6_only)) != 0)
+            return fail("IPV6_V6ONLY: ");
     }
-    int rc = ::bind(fd.get(), address.get(), address.length);
-    if (rc != 0 && errno == EADDRINUSE && is_path_unix(address) && is_stale_unix_socket(address)) {
-        // A socket file nobody listens on: left by a process that died. Replace it.
-        ::unlink(reinterpret_cast<const sockaddr_un*>(&address.storage)->sun_path);
-        rc = ::bind(fd.get(), address.get(), address.length);
+    const std::string path = unix_path(address);
+    int rc = ::bind(fd, address.get(), address.length);
+    if (rc != 0 && errno == EADDRINUSE && !path.empty()) {
+        // Only a socket file nobody accepts on is replaced; throws for anything else.
+        clear_stale_socket(path, shown);
+        rc = ::bind(fd, address.get(), address.length);
     }
     if (rc != 0)
         return fail("");
-    if (::listen(fd.get(), backlog) != 0)
+    if (!path.empty()) {
+        out.file = OwnedSocketFile(path); // removed again if anything below fails
+        // By path: a socket's fd has no say over its file (fchmod(2) on it changes the
+        // socket's own inode). The file was identified a moment ago; only a process
+        // that may write to the directory could swap it in between.
+        if (options.mode && ::chmod(path.c_str(), *options.mode) != 0) {
+            const int err = errno;
+            return fail_with(err, fmt::format("chmod {:04o}: ", *options.mode));
+        }
+        if ((options.owner || options.group) &&
+            ::lchown(path.c_str(), options.owner.value_or(static_cast<uid_t>(-1)),
+                     options.group.value_or(static_cast<gid_t>(-1))) != 0) {
+            const int err = errno;
+            const auto id = [](const auto& v) { return v ? fmt::format("{}", *v) : std::string(); };
+            return fail_with(err,
+                             fmt::format("chown to {}:{}: ", id(options.owner), id(options.group)));
+        }
+    }
+    if (::listen(fd, backlog) != 0)
         return fail("listen: ");
-    return fd;
+    return out;
 }
 
 UniqueFd open_stream_socket(const SocketAddress& address) {

@@ -3,7 +3,10 @@
 #pragma once
 
 #include "net/socket_address.hpp"
+#include "net/unix_socket_file.hpp"
 #include "uring/unique_fd.hpp"
+
+#include <sys/types.h>
 
 #include <optional>
 #include <string>
@@ -12,11 +15,32 @@ namespace uringfwd::engine {
 
 using uring::UniqueFd;
 
+// How a listening socket is set up beyond its address.
+struct ListenSocketOptions {
+    bool reuse_port = true; // TCP: SO_REUSEPORT, so every shard can own one
+    bool v6_only = true;    // IPv6: IPV6_V6ONLY (false: v4-mapped clients too)
+    // A Unix path's socket file, right after bind: chmod to `mode`, chown to `owner`
+    // and `group` (each only when set).
+    std::optional<mode_t> mode;
+    std::optional<uid_t> owner;
+    std::optional<gid_t> group;
+    bool operator==(const ListenSocketOptions&) const = default;
+};
+
+// A listening socket, and the file its bind made for a Unix path (empty otherwise).
+struct ListeningSocket {
+    UniqueFd fd;
+    OwnedSocketFile file;
+};
+
 // A non-blocking listening socket. TCP listeners get SO_REUSEADDR and, when
-// reuse_port, SO_REUSEPORT so every shard can own one. A Unix path left behind by a
-// dead process is replaced; one that someone still listens on is "in use".
+// reuse_port, SO_REUSEPORT. A Unix path's file gets the options' mode and owner before
+// listen(2), so no client meets other permissions. A Unix path taken by a socket
+// file nobody accepts on (left by a process that ended) is replaced; a live socket or
+// any other kind of file is an error, and left alone (clear_stale_socket()).
 // Throws std::runtime_error("cannot listen on X: reason").
-UniqueFd open_listener(const SocketAddress& address, bool reuse_port, int backlog);
+ListeningSocket open_listener(const SocketAddress& address, const ListenSocketOptions& options,
+                              int backlog);
 
 // A non-blocking, close-on-exec stream socket of the address's family, or an invalid
 // fd with errno set.

@@ -1,5 +1,7 @@
 #include "routing/route_table.hpp"
 
+#include "platform/accounts.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -32,19 +34,27 @@ bool shareable_same(const SocketAddress& a, const SocketAddress& b) {
 // the ClientHello (routing/sni_router.hpp).
 void group_listeners(RouteTable& table) {
     for (std::size_t r = 0; r < table.routes.size(); ++r) {
-        for (const SocketAddress& address : table.routes[r].listen) {
+        for (const ListenAddress& listen : table.routes[r].listen) {
+            const SocketAddress& address = listen.address;
             auto group =
                 std::find_if(table.groups.begin(), table.groups.end(), [&](const ListenGroup& g) {
                     return shareable_same(g.address, address);
                 });
             if (group == table.groups.end()) {
-                table.groups.push_back({address, {r}, r, nullptr});
+                table.groups.push_back({address, listen.options, {r}, r, nullptr});
                 continue;
             }
             if (std::find(group->routes.begin(), group->routes.end(), r) != group->routes.end())
                 throw std::runtime_error(fmt::format("route \"{}\": {} is listed twice",
                                                      table.routes[r].name,
                                                      to_endpoint(address).to_string()));
+            // One socket serves them all: it can be set up one way only.
+            if (!(group->options == listen.options))
+                throw std::runtime_error(fmt::format(
+                    "route \"{}\": listen address {} is set up otherwise (mode, user, group, "
+                    "dual_stack) by route \"{}\", which shares it",
+                    table.routes[r].name, to_endpoint(address).to_string(),
+                    table.routes[group->routes.front()].name));
             group->routes.push_back(r);
         }
     }
@@ -92,11 +102,40 @@ std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config) {
                     fmt::format("route \"{}\": trusted_sources: {}: {}", rc.name, text, error));
             route.trusted_sources.push_back(*cidr);
         }
-        for (const Endpoint& e : rc.listen)
-            route.listen.push_back(resolve(e));
+        for (std::size_t i = 0; i < rc.listen.size(); ++i) {
+            const Endpoint& e = rc.listen[i];
+            ListenAddress listen{resolve(e), {}};
+            listen.options.v6_only = !(rc.dual_stack && e.kind == Endpoint::Kind::Inet6);
+            if (i < rc.listen_access.size() && !rc.listen_access[i].empty()) {
+                if (!e.is_unix() || e.host.empty() || e.host.front() == '@')
+                    throw std::runtime_error(
+                        fmt::format("route \"{}\": listen {}: mode, user and group are for "
+                                    "unix: paths only",
+                                    rc.name, e.to_string()));
+                try {
+                    const ListenSocketOptions access = listen_options(rc.listen_access[i]);
+                    listen.options.mode = access.mode;
+                    listen.options.owner = access.owner;
+                    listen.options.group = access.group;
+                } catch (const std::exception& error) {
+                    throw std::runtime_error(fmt::format("route \"{}\": listen {}: {}", rc.name,
+                                                         e.to_string(), error.what()));
+                }
+            }
+            route.listen.push_back(listen);
+        }
         for (const UpstreamMember& m : rc.pool.members) {
+            std::string label = m.name.empty() ? m.address.to_string() : m.name;
+            // One series per label in the metrics (RouteStats): two alike would be two
+            // samples of one series.
+            for (const MemberRoute& other : route.members)
+                if (other.name == label)
+                    throw std::runtime_error(fmt::format(
+                        "route \"{}\": upstream {} is listed twice{}", rc.name, label,
+                        m.name.empty() ? "; give each a name to connect to one address twice"
+                                       : ""));
             try {
-                route.members.push_back({resolve_upstream(m.address), m.address.to_string(), -1,
+                route.members.push_back({resolve_upstream(m.address), std::move(label), -1,
                                          m.send_proxy.value_or(rc.send_proxy)});
             } catch (const std::exception& e) {
                 throw std::runtime_error(fmt::format("route \"{}\": {}", rc.name, e.what()));
@@ -106,6 +145,21 @@ std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config) {
     }
     group_listeners(*table);
     return table;
+}
+
+ListenSocketOptions listen_options(const UnixSocketAccess& access) {
+    ListenSocketOptions out;
+    if (access.mode) {
+        if (*access.mode > 0777)
+            throw std::runtime_error(fmt::format(
+                "mode {:04o} is more than permission bits (at most 0777)", *access.mode));
+        out.mode = static_cast<mode_t>(*access.mode);
+    }
+    if (!access.user.empty())
+        out.owner = lookup_user(access.user);
+    if (!access.group.empty())
+        out.group = lookup_group(access.group);
+    return out;
 }
 
 void start_health_checks(RouteTable& table, const Logger& log) {

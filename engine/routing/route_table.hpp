@@ -6,6 +6,7 @@
 #include "health/health_checker.hpp"
 #include "net/cidr.hpp"
 #include "net/socket_address.hpp"
+#include "net/sockets.hpp"
 #include "routing/sni_router.hpp"
 #include "support/logger.hpp"
 #include "uringfwd/config.hpp"
@@ -18,17 +19,25 @@ namespace uringfwd::engine {
 
 struct MemberRoute {
     SocketAddress address;  // resolved
-    std::string name;       // as configured ("host:port"): logs, stats, the Maglev key
+    std::string name;       // its name, or its address as configured ("host:port"): logs, stats,
+                            // metrics, the Maglev key; unique within the route
     int health_target = -1; // its HealthChecker target, -1 when its pool has no check
     ProxyVersion send_proxy = ProxyVersion::Off; // its own, or the route's
 };
 
+// A listen address of a route, resolved, with how its socket is set up (user and
+// group names looked up).
+struct ListenAddress {
+    SocketAddress address; // port 0 until the first shard binds
+    ListenSocketOptions options;
+};
+
 struct Route {
     std::string name;
-    std::vector<SocketAddress> listen; // resolved; port 0 until the first shard binds
-    std::vector<MemberRoute> members;  // in configuration order, as pool.members
-    UpstreamPool pool;                 // the configuration (policy, timeouts, health)
-    std::size_t max_connections = 0;   // engine-wide, as configured
+    std::vector<ListenAddress> listen;
+    std::vector<MemberRoute> members; // in configuration order, as pool.members
+    UpstreamPool pool;                // the configuration (policy, timeouts, health)
+    std::size_t max_connections = 0;  // engine-wide, as configured
     std::chrono::milliseconds idle_timeout{0};
     UpstreamSelector selector; // empty: the pool's policy alone
     std::vector<std::string> server_names;
@@ -44,6 +53,7 @@ struct Route {
 // One listen address and the routes that share it (most often one).
 struct ListenGroup {
     SocketAddress address;
+    ListenSocketOptions options;     // every route of the group asks for the same
     std::vector<std::size_t> routes; // indexes into RouteTable::routes, in table order
     // The route whose listeners accept the group's clients (its limit holds them back):
     // the default route (no server_names, no alpn), or the first when there is none.
@@ -64,14 +74,19 @@ struct RouteTable {
 
 // The routes of `config`: its `routes`, or one route "default" built from its listen,
 // upstream and connect_timeout fields when `routes` is empty. Resolves every address
-// (getaddrinfo: may block, so never on a shard). Throws std::runtime_error with a
-// one-line message naming the route and address that failed, or the first ambiguity
-// of routes sharing an address (SniRouter::problems()).
+// (getaddrinfo: may block, so never on a shard) and every user and group of a Unix
+// listener (NSS). Throws std::runtime_error with a one-line message naming the route
+// and address that failed, or the first ambiguity of routes sharing an address
+// (SniRouter::problems(), or socket options that differ).
 std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config);
 
 // Creates and starts the table's health checker when a pool asks for checks.
 // Throws std::runtime_error when its ring cannot be set up.
 void start_health_checks(RouteTable& table, const Logger& log);
+
+// The socket options of a Unix listener's access settings, users and groups looked up
+// (lookup_user(), lookup_group()). Throws std::runtime_error naming the one not found.
+ListenSocketOptions listen_options(const UnixSocketAccess& access);
 
 // The routes `config` describes, with the single-route shorthand expanded.
 std::vector<RouteConfig> effective_routes(const EngineConfig& config);

@@ -42,7 +42,9 @@ Listener::Listener(ShardIo& io, const Logger& log, const ListenerSetup& setup)
         if (!fd_)
             throw std::runtime_error(fmt::format("dup listener: {}", std::strerror(errno)));
     } else {
-        fd_ = open_listener(setup.address, /*reuse_port=*/true, kListenBacklog);
+        ListeningSocket socket = open_listener(setup.address, setup.options, kListenBacklog);
+        fd_ = std::move(socket.fd);
+        file_ = std::move(socket.file);
     }
     bound_ = local_address(fd_.get());
     direct_ = setup.direct && !is_wildcard(bound_);
@@ -195,6 +197,8 @@ void Listener::stop() {
     // listener is shut for every shard: they all stop it together.
     if (fd_)
         ::shutdown(fd_.get(), SHUT_RD);
+    // A file our bind made goes with it (if the path still names our socket).
+    file_.remove();
     if (armed_)
         io_.cancel(in_flight_, tag(Op::Accept), tag(Op::ListenerCancel));
     else
@@ -210,7 +214,9 @@ void Listener::release() {
     released_ = true;
     // No shutdown(): on a TCP listener it disconnects the socket itself, for every
     // holder, resetting the clients queued in its backlog (see stop()). Closing our fd
-    // only drops a reference; the socket and its queue stay with the other process.
+    // only drops a reference; the socket and its queue stay with the other process,
+    // and so does a Unix socket's file.
+    file_.disown();
     if (armed_)
         io_.cancel(in_flight_, tag(Op::Accept), tag(Op::ListenerCancel));
     else

@@ -4,6 +4,8 @@
 #pragma once
 
 #include "net/socket_address.hpp"
+#include "net/sockets.hpp"
+#include "net/unix_socket_file.hpp"
 #include "shard/shard_io.hpp"
 #include "support/logger.hpp"
 #include "uring/unique_fd.hpp"
@@ -19,7 +21,8 @@ struct ListenerSetup {
     uint32_t route = 0; // the route it accepts clients for (its group's anchor)
     uint32_t group = 0; // its listen group in the route table
     SocketAddress address;
-    int cpu = -1; // the shard's CPU, for SO_INCOMING_CPU (-1: none)
+    ListenSocketOptions options; // for a socket it binds (not a shared or inherited one)
+    int cpu = -1;                // the shard's CPU, for SO_INCOMING_CPU (-1: none)
     bool set_incoming_cpu = false;
     // The first shard of a TCP listener group attaches the steering program with this
     // base CPU.
@@ -67,8 +70,9 @@ public:
     void hold();
     void release_hold();
 
-    // Stops accepting at once; the socket closes when the accept has ended. For good:
-    // a stopped listener is never started again.
+    // Stops accepting at once; the socket closes when the accept has ended, and a
+    // Unix socket file our bind made is removed. For good: a stopped listener is never
+    // started again.
     void stop();
     bool stopped() const { return stopping_; }
     // Stops accepting for good like stop(), but leaves the socket to whoever else
@@ -116,6 +120,10 @@ private:
     uint32_t route_;
     uint32_t group_;
     uring::UniqueFd fd_;
+    // The Unix socket file our bind made (the first shard's listener of a path; dups
+    // and inherited sockets own none): removed on stop() or destruction, left on
+    // release().
+    OwnedSocketFile file_;
     SocketAddress bound_;
     std::string steering_ = "kernel hash";
     InFlight in_flight_;

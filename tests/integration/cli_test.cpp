@@ -203,6 +203,38 @@ TEST(Cli, ConfigWithErrorsDoesNotStart) {
                                 "([[route.upstream]] with an address)"}));
 }
 
+// --check looks every name up as a start does (the issue: it said "ok" for a host
+// that cannot resolve), and the start reports it at the same line.
+TEST(Cli, ConfigCheckResolvesNamesAsAStartWould) {
+    const ConfigFile file{
+        "[[route]]\n"
+        "name = \"d\"\n"
+        "listen = [\"127.0.0.1:0\",\n"
+        "  {address = \"unix:/tmp/uringfwd-x.sock\", user = \"no-such-user-uringfwd\"}]\n"
+        "  [[route.upstream]]\n"
+        "  address = \"localhost:9101\"\n"
+        "  [[route.upstream]]\n"
+        "  address = \"nosuchhost.invalid:9103\"\n"};
+    const std::string& f = file.path();
+    for (const bool check : {true, false}) {
+        std::vector<std::string> args{"--config", f};
+        if (check)
+            args.push_back("--check");
+        const Outcome out = run_to_exit(args);
+        EXPECT_TRUE(out.status.exited && out.status.code == 1) << out.status.describe();
+        const std::vector<std::string> lines = non_empty_lines(out.err);
+        ASSERT_EQ(lines.size(), 2u) << out.err;
+        EXPECT_EQ(lines[0], f + ":4: route \"d\": listen \"unix:/tmp/uringfwd-x.sock\": no user "
+                                "named \"no-such-user-uringfwd\"");
+        EXPECT_EQ(lines[1].rfind(f + ":8: route \"d\": upstream address "
+                                     "\"nosuchhost.invalid:9103\": cannot resolve "
+                                     "nosuchhost.invalid: ",
+                                 0),
+                  0u)
+            << lines[1];
+    }
+}
+
 TEST(Cli, ConfigFileMissingFails) {
     expect_one_line_error(run_to_exit({"--config", "/nonexistent/uring-fwd.toml", "--check"}),
                           "cannot read");
@@ -295,7 +327,7 @@ TEST(Cli, SecondSignalResetsOpenConnectionsAndExitsZero) {
     SilentServer upstream;
     BinaryProcess proc{uring_fwd_binary(),
                        {"--listen", "127.0.0.1:0", "--upstream", upstream.endpoint().to_string(),
-                        "--drain-timeout", "60000"}};
+                        "--drain-timeout", "60s"}};
     const auto endpoint = proc.wait_listening(Deadline{10s});
     ASSERT_TRUE(endpoint.has_value()) << proc.stderr_text();
     UniqueFd client = connect_to(*endpoint);
@@ -317,7 +349,7 @@ TEST(Cli, DrainTimeoutEndsIdleConnection) {
     SilentServer upstream;
     BinaryProcess proc{uring_fwd_binary(),
                        {"--listen", "127.0.0.1:0", "--upstream", upstream.endpoint().to_string(),
-                        "--drain-timeout", "500"}};
+                        "--drain-timeout", "500ms"}};
     const auto endpoint = proc.wait_listening(Deadline{10s});
     ASSERT_TRUE(endpoint.has_value()) << proc.stderr_text();
     UniqueFd client = connect_to(*endpoint);

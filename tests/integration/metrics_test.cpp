@@ -161,6 +161,51 @@ TEST(Metrics, FromTheConfigFileAndKeptOverSighup) {
     EXPECT_NE(scrape_metrics(*port, Deadline{5s}).find("uringfwd_build_info"), std::string::npos);
 }
 
+// Two members at one address, told apart by their names: two series, one sample each
+// (the issue: two unnamed members of one address were two samples of one series).
+TEST(Metrics, NamedMembersOfOneAddressAreTwoSeries) {
+    EchoServer echo;
+    const ConfigFile file{
+        fmt::format("[engine]\nshards = 1\nmetrics = \"127.0.0.1:0\"\n[[route]]\nname = \"d\"\n"
+                    "listen = \"127.0.0.1:0\"\n  [[route.upstream]]\n  address = \"{0}\"\n  name = "
+                    "\"db-1\"\n  [[route.upstream]]\n  address = \"{0}\"\n  name = \"db-2\"\n",
+                    echo.endpoint().to_string())};
+    BinaryProcess fwd{uring_fwd_binary(), {"--config", file.path()}};
+    const std::optional<Endpoint> at = fwd.wait_listening(Deadline{10s});
+    ASSERT_TRUE(at) << fwd.stderr_text();
+    const auto port = metrics_port(fwd, Deadline{5s});
+    ASSERT_TRUE(port) << fwd.stderr_text();
+    for (int i = 0; i < 4; ++i) { // round-robin: two each
+        UniqueFd fd = connect_to(*at);
+        ASSERT_EQ(send_text(fd.get(), "ping", Deadline{5s}).status, IoStatus::Ok);
+        std::array<std::byte, 4> pong{};
+        ASSERT_EQ(recv_all(fd.get(), pong, Deadline{5s}).status, IoStatus::Ok);
+    }
+    Scraped m{*port, {}};
+    EXPECT_TRUE(m.until([](const Samples& s) {
+        return s.count("uringfwd_upstream_connects_total{route=\"d\",upstream=\"db-1\"}") == 1 &&
+               s.count("uringfwd_upstream_connects_total{route=\"d\",upstream=\"db-2\"}") == 1 &&
+               sum_of(s, "uringfwd_upstream_connects_total", "route=\"d\"") == 4;
+    }));
+    EXPECT_EQ(m.last["uringfwd_upstream_connects_total{route=\"d\",upstream=\"db-1\"}"], 2);
+    EXPECT_EQ(m.last["uringfwd_upstream_connects_total{route=\"d\",upstream=\"db-2\"}"], 2);
+}
+
+// Without names the same address twice is refused, from flags as from a file.
+TEST(Metrics, OneAddressTwiceInAPoolIsRefused) {
+    EchoServer echo;
+    BinaryProcess fwd{uring_fwd_binary(),
+                      {"--listen", "127.0.0.1:0", "--upstream", echo.endpoint().to_string(),
+                       "--upstream", echo.endpoint().to_string()}};
+    const auto status = fwd.wait_exit(Deadline{5s});
+    ASSERT_TRUE(status.has_value()) << fwd.stderr_text();
+    EXPECT_TRUE(status->exited && status->code == 1) << status->describe();
+    EXPECT_NE(fwd.stderr_text().find("upstream " + echo.endpoint().to_string() +
+                                     " is listed twice; give each a name"),
+              std::string::npos)
+        << fwd.stderr_text();
+}
+
 TEST(Metrics, BadAddressIsOneLineError) {
     BinaryProcess fwd{
         uring_fwd_binary(),

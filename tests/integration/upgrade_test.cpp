@@ -193,6 +193,57 @@ TEST(Upgrade, AFailedSuccessorLeavesTheOldProcessServing) {
     }
 }
 
+// A successor whose configuration leaves out an address the old process serves would
+// take that socket and serve it not, while the old one stops accepting on it (the
+// issue: 19000 then refused its clients). It refuses the take-over instead, naming the
+// address, and the old process keeps serving every address.
+TEST(Upgrade, ASuccessorThatWouldNotServeAnAddressRefusesToTakeOver) {
+    EchoServer echo;
+    const Endpoint kept{Endpoint::Kind::Inet, "127.0.0.1", free_port()};
+    const Endpoint dropped{Endpoint::Kind::Inet, "127.0.0.1", free_port()};
+    const Endpoint other{Endpoint::Kind::Inet, "127.0.0.1", free_port()};
+    const std::string control = unique_unix_path("upgrade-drop");
+    const ConfigFile file{
+        fmt::format("[engine]\nshards = 2\nupgrade_socket = \"{}\"\n[[route]]\nname = \"web\"\n"
+                    "listen = [\"{}\", \"{}\"]\n  [[route.upstream]]\n  address = \"{}\"\n",
+                    control, kept.to_string(), dropped.to_string(), echo.endpoint().to_string())};
+    BinaryProcess old_process{uring_fwd_binary(), {"--config", file.path()}};
+    ASSERT_TRUE(old_process.wait_listening(Deadline{10s})) << old_process.stderr_text();
+
+    // Only a new address, as in the issue; then one of the two old ones but not the other.
+    const std::vector<std::vector<std::string>> successors{
+        {"--listen", other.to_string()},
+        {"--listen", kept.to_string()},
+    };
+    for (const std::vector<std::string>& listen : successors) {
+        std::vector<std::string> args = listen;
+        for (const std::string& a :
+             {std::string("--upstream"), echo.endpoint().to_string(), std::string("--shards"),
+              std::string("2"), std::string("--upgrade-socket"), control})
+            args.push_back(a);
+        BinaryProcess successor{uring_fwd_binary(), args};
+        const std::optional<ExitStatus> status = successor.wait_exit(Deadline{10s});
+        ASSERT_TRUE(status) << "took over; its stderr:\n"
+                            << successor.stderr_text() << "\nthe old process's:\n"
+                            << old_process.stderr_text();
+        EXPECT_EQ(status->code, 1) << status->describe();
+        const std::string err = successor.stderr_text();
+        EXPECT_NE(err.find(dropped.to_string() + " (2 sockets) match no listen address"),
+                  std::string::npos)
+            << err;
+        EXPECT_NE(err.find("serves on"), std::string::npos) << err;
+        for (const Endpoint& at : {kept, dropped}) {
+            for (int i = 0; i < 5; ++i) {
+                UniqueFd fd = connect_to(at, 5000ms);
+                const ExchangeResult r = exchange(fd, source_plan(64, 3), Deadline{5s});
+                ASSERT_EQ(r.received_sha256, payload_sha256(3, 64)) << at.to_string() << " " << i;
+            }
+        }
+    }
+    EXPECT_EQ(old_process.stderr_text().find("accepts now; draining"), std::string::npos)
+        << old_process.stderr_text();
+}
+
 // The successor started on SIGRTMIN+1 is the old process's child; once that one exits it
 // would be reparented out of our reach. As a subreaper for this test we get it, and end
 // and reap it ourselves.

@@ -256,6 +256,56 @@ TEST(ConfigFile, RoutesShareAnAddressByServerName) {
     EXPECT_TRUE(r.config->routes[0].server_names.empty());
 }
 
+// A listen entry may be a table that says who may connect to a Unix socket file.
+TEST(ConfigFile, ListenTablesSetUnixSocketAccess) {
+    const ConfigFileResult r = parse(
+        "[[route]]\nname = \"u\"\nlisten = [\"127.0.0.1:1\",\n"
+        "  { address = \"unix:/run/u.sock\", mode = \"0660\", user = \"nobody\", group = \"33\" "
+        "},\n  { address = \"unix:/run/v.sock\", mode = \"600\" }]\n"
+        "[[route.upstream]]\naddress = \":2\"\n");
+    ASSERT_THAT(r.errors, IsEmpty());
+    const RouteConfig& route = r.config->routes.at(0);
+    ASSERT_EQ(route.listen.size(), 3u);
+    EXPECT_EQ(route.listen[1], Endpoint::parse("unix:/run/u.sock"));
+    ASSERT_EQ(route.listen_access.size(), 3u);
+    EXPECT_TRUE(route.listen_access[0].empty());
+    EXPECT_EQ(route.listen_access[1], (UnixSocketAccess{0660u, "nobody", "33"}));
+    EXPECT_EQ(route.listen_access[2], (UnixSocketAccess{0600u, "", ""}));
+}
+
+// Asked to, the parser looks names up as a start does; a user is found locally (NSS
+// files), so this needs no network.
+TEST(ConfigFile, NameLookupReportsWhatAStartCouldNotFind) {
+    const std::string text = "[[route]]\nname = \"u\"\nlisten = [\"localhost:0\",\n"
+                             "  { address = \"unix:/run/u.sock\", user = \"0\", group = "
+                             "\"no-such-group-uringfwd\" }]\n"
+                             "[[route.upstream]]\naddress = \"localhost:1\"\n";
+    EXPECT_THAT(parse(text).errors, IsEmpty()) << "not looked up unless asked";
+    EXPECT_THAT(parse_config(text, "t.toml", fake_topology, NameLookup::Resolve).errors,
+                ElementsAre("t.toml:4: route \"u\": listen \"unix:/run/u.sock\": no group named "
+                            "\"no-such-group-uringfwd\""));
+}
+
+// Names tell members of one address apart (two pools of connections to one server,
+// each with its own limit and series).
+TEST(ConfigFile, UpstreamNamesLetOneAddressServeTwice) {
+    const ConfigFileResult r =
+        parse(web("", "  name = \"db-1\"\n",
+                  "  [[route.upstream]]\n  address = \"127.0.0.1:9001\"\n  name = \"db-2\"\n"
+                  "  [[route.upstream]]\n  address = \"127.0.0.1:9002\"\n"));
+    ASSERT_THAT(r.errors, IsEmpty());
+    const auto& members = r.config->routes.at(0).pool.members;
+    ASSERT_EQ(members.size(), 3u);
+    EXPECT_EQ(members[0].name, "db-1");
+    EXPECT_EQ(members[1].name, "db-2");
+    EXPECT_EQ(members[2].name, "");
+}
+
+TEST(ConfigFile, DualStackIsARouteKey) {
+    EXPECT_TRUE(parse(web("dual_stack = true\n")).config->routes.at(0).dual_stack);
+    EXPECT_FALSE(parse(web()).config->routes.at(0).dual_stack);
+}
+
 TEST(ConfigFile, UpstreamsAsInlineTables) {
     const ConfigFileResult result =
         parse("[[route]]\nname = \"a\"\nlisten = \":1\"\n"
@@ -433,7 +483,60 @@ const ErrorCase kErrorCases[] = {
      {"t.toml:3: route \"web\": listen must be an address or an array of addresses, not 8080"}},
     {"ListenArrayWithANumber", "[[route]]\nname = \"web\"\nlisten = [\":1\",\n  2]\n"
                                "[[route.upstream]]\naddress = \":2\"\n",
-     {"t.toml:4: route \"web\": listen must be an address string, not 2"}},
+     {"t.toml:4: route \"web\": listen must be an address, or a table such as { address = "
+      "\"unix:/run/a.sock\", mode = \"0660\" }, not 2"}},
+    {"ListenModeAnInteger", "[[route]]\nname = \"u\"\n"
+                            "listen = { address = \"unix:/run/u.sock\", mode = 660 }\n"
+                            "[[route.upstream]]\naddress = \":2\"\n",
+     {"t.toml:3: route \"u\": listen mode must be an octal string such as \"0660\" (at most "
+      "\"0777\"), not 660"}},
+    {"ListenModeNotOctal", "[[route]]\nname = \"u\"\nlisten = [\n"
+                           "  { address = \"unix:/run/u.sock\", mode = \"0689\" }]\n"
+                           "[[route.upstream]]\naddress = \":2\"\n",
+     {"t.toml:4: route \"u\": listen mode must be an octal string such as \"0660\" (at most "
+      "\"0777\"), not \"0689\""}},
+    {"ListenModeBeyondPermissions", "[[route]]\nname = \"u\"\n"
+                                    "listen = { address = \"unix:/run/u.sock\", mode = \"4755\" }\n"
+                                    "[[route.upstream]]\naddress = \":2\"\n",
+     {"t.toml:3: route \"u\": listen mode must be an octal string such as \"0660\" (at most "
+      "\"0777\"), not \"4755\""}},
+    {"ListenModeOnTcp", "[[route]]\nname = \"u\"\n"
+                        "listen = { address = \"127.0.0.1:1\", mode = \"0660\" }\n"
+                        "[[route.upstream]]\naddress = \":2\"\n",
+     {"t.toml:3: route \"u\": listen \"127.0.0.1:1\": mode, user and group are for unix: paths "
+      "only (a file to set them on)"}},
+    {"ListenGroupOnAnAbstractName", "[[route]]\nname = \"u\"\n"
+                                    "listen = { address = \"unix:@u\", group = \"www\" }\n"
+                                    "[[route.upstream]]\naddress = \":2\"\n",
+     {"t.toml:3: route \"u\": listen \"unix:@u\": mode, user and group are for unix: paths "
+      "only (a file to set them on)"}},
+    {"ListenTableWithoutAddress", "[[route]]\nname = \"u\"\nlisten = { mode = \"0660\" }\n"
+                                  "[[route.upstream]]\naddress = \":2\"\n",
+     {"t.toml:3: route \"u\": listen address is required in a listen table"}},
+    {"ListenTableUnknownKey", "[[route]]\nname = \"u\"\n"
+                              "listen = { address = \"unix:/run/u.sock\", owner = \"me\" }\n"
+                              "[[route.upstream]]\naddress = \":2\"\n",
+     {"t.toml:3: route \"u\": unknown key 'owner' in a listen table (address, mode, user, "
+      "group)"}},
+    {"ListenEmptyUser", "[[route]]\nname = \"u\"\n"
+                        "listen = { address = \"unix:/run/u.sock\", user = \"\" }\n"
+                        "[[route.upstream]]\naddress = \":2\"\n",
+     {"t.toml:3: route \"u\": listen user must be a user or group name, or a number, not \"\""}},
+    {"DualStackNotABool", web("dual_stack = 1\n"),
+     {"t.toml:4: route \"web\": dual_stack must be true or false, not 1"}},
+    {"DualStackDiffersOnASharedAddress",
+     "[[route]]\nname = \"a\"\nlisten = \"[::]:443\"\ndual_stack = true\n"
+     "server_names = [\"a.example\"]\n[[route.upstream]]\naddress = \":2\"\n"
+     "[[route]]\nname = \"b\"\nlisten = \"[::]:443\"\n[[route.upstream]]\naddress = \":2\"\n",
+     {"t.toml:10: route \"b\": listen address \"[::]:443\" is set up otherwise (mode, user, "
+      "group, dual_stack) by route \"a\" at line 3, which shares it"}},
+    {"ListenSharedWithOtherAccess",
+     "[[route]]\nname = \"a\"\nlisten = { address = \"unix:/run/s.sock\", mode = \"0660\" }\n"
+     "server_names = [\"a.example\"]\n[[route.upstream]]\naddress = \":2\"\n"
+     "[[route]]\nname = \"b\"\nlisten = \"unix:/run/s.sock\"\n"
+     "[[route.upstream]]\naddress = \":2\"\n",
+     {"t.toml:9: route \"b\": listen address \"unix:/run/s.sock\" is set up otherwise (mode, "
+      "user, group, dual_stack) by route \"a\" at line 3, which shares it"}},
     {"ListenBadAddress", "[[route]]\nname = \"web\"\nlisten = \"nope\"\n"
                          "[[route.upstream]]\naddress = \":2\"\n",
      {"t.toml:3: route \"web\": listen: bad address \"nope\": missing ':port' (expected "
@@ -526,6 +629,16 @@ const ErrorCase kErrorCases[] = {
      {"t.toml:6: route \"web\": upstream backup must be true or false, not \"yes\""}},
     {"UpstreamMaxConnectionsNegative", web("", "  max_connections = -5\n"),
      {"t.toml:6: route \"web\": upstream max_connections must be 0 or more, not -5"}},
+    {"UpstreamListedTwice", web("", "", "  [[route.upstream]]\n  address = \"127.0.0.1:9001\"\n"),
+     {"t.toml:7: route \"web\": upstream \"127.0.0.1:9001\" is listed twice (first at line 5); "
+      "give each a name to connect to one address twice"}},
+    {"UpstreamNameUsedTwice", web("", "  name = \"db-1\"\n",
+                                  "  [[route.upstream]]\n  address = \"127.0.0.1:9002\"\n"
+                                  "  name = \"db-1\"\n"),
+     {"t.toml:9: route \"web\": upstream name \"db-1\" is used twice (first at line 6)"}},
+    {"UpstreamNameWithAColon", web("", "  name = \"db:1\"\n"),
+     {"t.toml:6: route \"web\": upstream name must be 1..64 letters, digits, '-', '_' or '.', "
+      "not \"db:1\""}},
     {"UpstreamUnknownKey", web("", "  wieght = 2\n"),
      {"t.toml:6: route \"web\": unknown key 'wieght' in [[route.upstream]] (did you mean "
       "'weight'?)"}},

@@ -160,9 +160,17 @@ struct EngineConfig {
     // Per address there may be one socket, which every shard accepts on, or one per
     // shard (an SO_REUSEPORT group, as Engine::listener_fds() hands them out), shard i
     // taking the i-th; any other count fails the start. A socket that matches no
-    // listen address is logged and ignored; an address no socket matches is bound as
-    // usual. Used at start only, not by reconfigure(). docs/service.md.
+    // listen address is logged and ignored (unless serve_every_inherited); an address
+    // no socket matches is bound as usual. Used at start only, not by reconfigure().
+    // docs/service.md.
     std::vector<int> inherited_listeners;
+    // Every inherited socket must match a listen address: start() fails, naming the
+    // addresses that match none, before anything is bound. For a binary upgrade, where
+    // the old process stops accepting on every socket it handed over once we start: a
+    // socket we did not serve would refuse its clients from then on, so we must refuse
+    // the take-over and leave it serving instead. Off: such sockets are logged and
+    // ignored (socket activation's rule).
+    bool serve_every_inherited = false;
 
     // The binary's binary-upgrade control socket (--upgrade-socket, [engine]
     // upgrade_socket); the engine itself does not read it. docs/service.md.

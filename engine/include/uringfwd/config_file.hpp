@@ -30,14 +30,21 @@ struct ConfigFileResult {
 // file names numa_nodes. Tests pass a fixed topology.
 using TopologyReader = std::function<NumaTopology()>;
 
+// Whether parsing also looks up what the file names, as Engine::start() will: the host
+// names of listen and upstream addresses (getaddrinfo) and the users and groups of Unix
+// listeners (NSS). Each that does not resolve is an error at its line. Both may block
+// (a DNS server): the binary's --check, start and SIGHUP ask for it.
+enum class NameLookup { Skip, Resolve };
+
 // Parses `text`; `source_name` is the FILE of each error line.
 ConfigFileResult parse_config(std::string_view text, std::string_view source_name,
-                              const TopologyReader& read_topology = {});
+                              const TopologyReader& read_topology = {},
+                              NameLookup names = NameLookup::Skip);
 
 // Reads and parses the file at `path` (named as given in error lines). A file that cannot
 // be read is one error line, "PATH: cannot read: <reason>".
-ConfigFileResult load_config_file(const std::string& path,
-                                  const TopologyReader& read_topology = {});
+ConfigFileResult load_config_file(const std::string& path, const TopologyReader& read_topology = {},
+                                  NameLookup names = NameLookup::Skip);
 
 // "250ms", "2s", "5m", "1h" or "0": a whole number and a unit, as everywhere in the file.
 // nullopt otherwise, with the reason (without the text itself) in `why` when given.

@@ -54,6 +54,11 @@ struct UpstreamMember {
     std::size_t max_connections = 0;
     // A PROXY header to send to this member, overriding the route's send_proxy.
     std::optional<ProxyVersion> send_proxy = std::nullopt;
+    // Names the member in metrics (the `upstream` label), logs, RouteStats and
+    // MemberHealth, and is its Maglev key; letters, digits, '-', '_', '.'. Empty: the
+    // address as written. Unique within the route, so two members may share an
+    // address only under names of their own.
+    std::string name = {};
 };
 
 // Active health check: a TCP connect to each member every `interval`, run once per
@@ -121,9 +126,32 @@ struct Selection {
 // thread-safe. It sees a ConnectionInfo whose route view is valid during the call only.
 using UpstreamSelector = std::function<Selection(const ConnectionInfo&)>;
 
+// Who may connect to the socket file of a Unix listen path, as HAProxy's `bind ... mode
+// user group` and nginx's access to a socket say it. Applied to the file right after
+// bind(2) and before listen(2), so no client ever meets other permissions; not to a
+// socket inherited from systemd or an upgraded process (its file is not ours), nor to an
+// abstract name (it has no file). Unset fields keep what bind gave: mode 0777 less the
+// umask, the process's user and group.
+struct UnixSocketAccess {
+    std::optional<unsigned> mode; // permission bits, 0..0777 (0660: owner and group)
+    std::string user;             // a user name or a numeric uid; "": unchanged
+    std::string group;            // a group name or a numeric gid; "": unchanged
+    bool empty() const { return !mode && user.empty() && group.empty(); }
+    bool operator==(const UnixSocketAccess&) const = default;
+};
+
 struct RouteConfig {
     std::string name;
     std::vector<Endpoint> listen; // TCP v4/v6 and Unix; every shard serves each
+    // listen_access[i] for listen[i], Unix paths only; shorter than listen (or empty):
+    // the rest keep the defaults. Routes that share an address must agree on it.
+    std::vector<UnixSocketAccess> listen_access;
+    // An IPv6 listen address takes IPv4 clients too, as v4-mapped addresses
+    // (IPV6_V6ONLY off): "[::]:443" alone then serves both families. Off (the default,
+    // whatever net.ipv6.bindv6only says): an IPv6 address is IPv6 only, and IPv4 needs a
+    // listen address of its own ("0.0.0.0:443", which a dual-stack [::]:443 would
+    // collide with).
+    bool dual_stack = false;
     UpstreamPool pool;
     // Open connections of the route at most; at the limit its listeners stop accepting
     // (clients wait in the backlog) until one closes. Split evenly among the shards
