@@ -170,6 +170,12 @@ def parse_args(argv: list[str]):
                     help="gateway workload: wrk keep-alive connections (default 256)")
     ap.add_argument("--syscall-bytes", default=None, help="iperf3 -n for the strace run (default 1G)")
     ap.add_argument("--syscall-timeout", type=int, default=300, help="limit for the traced transfer (s)")
+    ap.add_argument("--congestion", default="cubic", metavar="ALGO",
+                    help="TCP congestion control for the run (net.ipv4.tcp_congestion_control, "
+                    "restored after; default cubic); 'system' keeps the host's. Every peer "
+                    "runs under the same one. On loopback, which has no fq qdisc, BBR paces "
+                    "each socket with its own timers: it halved throughput and tripled "
+                    "the proxy's CPU per GB on the development VM (bench/README.md)")
     ap.add_argument("--unpinned", action="store_true", help="do not taskset anything")
     ap.add_argument("--proxy-cpu", default="1", help="CPU list for the proxy when pinned (default 1)")
     ap.add_argument("--load-cpu", default="0", help="CPU list for load generator + server (default 0)")
@@ -221,6 +227,33 @@ from REV, in one interleaved run, proxy pinned:
   bench/compare --baseline REV --peers uring-fwd,{BASE_PEER} --workloads bulk1-fwd,rr64,churn \\
       --rounds 5 --duration 5 --rr-duration 5 --churn-duration 5
 """
+
+
+CONGESTION = Path("/proc/sys/net/ipv4/tcp_congestion_control")
+
+
+def set_congestion(wanted: str) -> tuple[str, str]:
+    """Sets the congestion control for the run; returns (what the host had, what is in
+    force now). 'system' changes nothing."""
+    try:
+        before = CONGESTION.read_text().strip()
+    except OSError:
+        return "?", "?"
+    if wanted == "system" or wanted == before:
+        return before, before
+    try:
+        CONGESTION.write_text(wanted + "\n")
+    except OSError as e:
+        log(f"cannot set the congestion control to {wanted} ({e}); keeping {before}")
+    return before, CONGESTION.read_text().strip()
+
+
+def restore_congestion(before: str) -> None:
+    try:
+        if before != "?" and CONGESTION.read_text().strip() != before:
+            CONGESTION.write_text(before + "\n")
+    except OSError as e:
+        log(f"cannot restore the congestion control {before}: {e}")
 
 
 def loadavg() -> str:
@@ -320,6 +353,7 @@ def main(argv: list[str]) -> int:
             log(f"could not pin the harness to CPU {args.load_cpu}: {e}")
     results: dict = {w: {p: [] for p in args.peer_list} for w in args.workload_list}
     interrupted = None
+    congestion_before, congestion = set_congestion(args.congestion)
     if True:
         placement = ("unpinned" if args.unpinned else
                      f"proxy pinned to CPU {args.proxy_cpu}; load generator + upstream server pinned to CPU {args.load_cpu}")
@@ -330,6 +364,8 @@ def main(argv: list[str]) -> int:
             "cpu_model": cpu_model(),
             "ncpu": os.cpu_count(),
             "placement": placement,
+            "congestion": (congestion if congestion == congestion_before else
+                           f"{congestion} (the host's {congestion_before} restored after the run)"),
             "loadavg_start": loadavg(),
             "rounds": args.rounds,
             "duration": args.duration, "rr_duration": args.rr_duration,
@@ -392,6 +428,7 @@ def main(argv: list[str]) -> int:
         log(f"interrupted ({interrupted}); reporting what was measured")
     finally:
         procs.stop_all()
+        restore_congestion(congestion_before)
         if not args.keep_tmp:
             shutil.rmtree(tmp, ignore_errors=True)
         else:

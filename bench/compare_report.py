@@ -161,6 +161,7 @@ def markdown(meta: dict, summary: dict, results: dict, peers: list[str], workloa
     L.append(f"- Command: `{meta['command']}`")
     L.append(f"- Kernel: {meta['kernel']}; CPU: {meta['cpu_model']} ({meta['ncpu']} CPUs)")
     L.append(f"- Placement: {meta['placement']}")
+    L.append(f"- TCP congestion control: {meta.get('congestion', '?')}")
     L.append(f"- Load average (1/5/15 min) at start: {meta['loadavg_start']}; at end: {meta.get('loadavg_end', '?')}"
              " (other work on the machine skews absolute numbers; ratios within a run are interleaved)")
     L.append(f"- Rounds: {meta['rounds']} (interleaved round → workload → peer; medians shown)")
