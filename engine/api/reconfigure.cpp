@@ -39,6 +39,7 @@ std::vector<std::string> Engine::Impl::needs_restart(const EngineConfig& next) c
               next.bulk_buffer_size == now.bulk_buffer_size,
           "copy buffers");
     check(next.busy_poll == now.busy_poll, "busy polling");
+    check(next.bulk_coalesce == now.bulk_coalesce, "bulk coalescing");
     check(next.bulk_park == now.bulk_park, "bulk parking");
     check(next.drain_timeout == now.drain_timeout, "drain timeout");
     check(next.log_level == now.log_level, "log level");

@@ -76,6 +76,7 @@ constexpr DurationRange kConnectTimeout{1ms, 1h};
 constexpr DurationRange kIdleTimeout{0us, std::nullopt};
 constexpr DurationRange kInspectTimeout{1ms, 1h};
 constexpr DurationRange kBusyPoll{0us, 1s, true};
+constexpr DurationRange kBulkCoalesce{0us, 100ms, true};
 constexpr DurationRange kBulkPark{0us, 1s};
 constexpr DurationRange kDrainTimeout{0us, 24h};
 
@@ -164,6 +165,9 @@ void apply_engine_flags(const CLI::App& app, const Flags& flags, EngineConfig& c
         config.busy_poll = duration_flag<std::chrono::microseconds>(flags.busy_poll, kBusyPoll);
     if (given("--bulk-park"))
         config.bulk_park = duration_flag<std::chrono::milliseconds>(flags.bulk_park, kBulkPark);
+    if (given("--bulk-coalesce"))
+        config.bulk_coalesce =
+            duration_flag<std::chrono::microseconds>(flags.bulk_coalesce, kBulkCoalesce);
     if (given("--drain-timeout"))
         config.drain_timeout =
             duration_flag<std::chrono::milliseconds>(flags.drain_timeout, kDrainTimeout);
@@ -304,6 +308,11 @@ void add_flags(CLI::App& app, Flags& flags) {
                  "low-latency mode: poll for up to this long before sleeping (50us, 1ms; at "
                  "most 1s); costs CPU; 0 = off",
                  kBusyPoll);
+    add_duration(app, "--bulk-coalesce", flags.bulk_coalesce,
+                 "inline splices: a bulk direction that woke for less than half a pipe "
+                 "splices again after this long (500us; at most 100ms), with the shard's "
+                 "other such directions, instead of at the next byte; 0 = off",
+                 kBulkCoalesce);
     add_duration(app, "--bulk-park", flags.bulk_park,
                  "experimental: a bulk direction's splice waits in the kernel for data up to "
                  "this long (20ms; at most 1s) instead of being gated by a poll; 0 = off",

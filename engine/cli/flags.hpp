@@ -62,6 +62,7 @@ struct Flags {
     unsigned bulk_buffers = EngineConfig{}.bulk_buffers;
     std::size_t bulk_buffer_size = EngineConfig{}.bulk_buffer_size;
     std::string busy_poll = default_duration(EngineConfig{}.busy_poll);
+    std::string bulk_coalesce = default_duration(EngineConfig{}.bulk_coalesce);
     std::string bulk_park = default_duration(EngineConfig{}.bulk_park);
     std::string drain_timeout = default_duration(EngineConfig{}.drain_timeout);
 

@@ -142,6 +142,8 @@ void read_engine_section(const toml::table& table, const TopologyReader& read_to
         config.bulk_buffer_size = static_cast<std::size_t>(*v);
     if (const auto v = reader.duration("busy_poll", 0us, microseconds{1s}, true))
         config.busy_poll = *v;
+    if (const auto v = reader.duration("bulk_coalesce", 0us, microseconds{100ms}, true))
+        config.bulk_coalesce = *v;
     if (const auto v = reader.duration("bulk_park", 0us, microseconds{1s}))
         config.bulk_park = std::chrono::duration_cast<milliseconds>(*v);
     if (const auto v = reader.duration("drain_timeout", 0us, microseconds{24h}))

@@ -21,6 +21,7 @@ enum class DirState : uint8_t {
     PollingIn,   // one-shot POLLIN armed on the source; holds no pipe
     WaitingPipe, // source readable, no pipe free: queued for one
     WaitingFd,   // inline: a plain fd is being installed for a socket in a slot
+    Coalescing,  // inline, bulk: woke too early; splices again at the shard's next tick
     Splicing,    // socket->pipe->socket pair in flight (inline: being spliced now)
     PollingOut,  // bytes in the pipe, destination full: POLLOUT armed
     Draining,    // pipe->socket splice in flight (ring only)
@@ -59,6 +60,9 @@ struct Direction {
     bool parked = false;   // src made blocking: its splices wait in the kernel (bulk_park)
     // Splices run inline (splice(2) on the shard's thread) rather than through the ring.
     bool inline_splice = false;
+    // Inline: bytes an inline wake-up of this direction moved, a moving average (1/4 of
+    // the newest): what tells a bulk stream that woke early from a request (bulk_coalesce).
+    uint32_t wake_bytes_avg = 0;
 
     // Copy path. A few chunks (kMaxSmallHeld small or kMaxBulkHeld bulk buffers,
     // direction_logic.hpp): received while the previous ones are sent; order is kept by

@@ -306,6 +306,7 @@ void Directions::release_pipe(Direction& dir, bool verify) {
 void Directions::resume_waiters(ConnectionTable& table, const OutcomeHandler& handle) {
     resume_pipe_waiters(table, handle);
     resume_buffer_waiters(table, handle);
+    resume_coalesced(table, handle);
 }
 
 void Directions::resume_pipe_waiters(ConnectionTable& table, const OutcomeHandler& handle) {

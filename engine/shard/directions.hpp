@@ -74,6 +74,10 @@ public:
     using OutcomeHandler = std::function<void(Connection&, Side, const Outcome&)>;
     void resume_waiters(ConnectionTable& table, const OutcomeHandler& handle);
     void on_retry_timer() { retry_armed_ = false; }
+    void on_coalesce_tick() {
+        tick_armed_ = false;
+        tick_due_ = true;
+    }
     // The shard stops: no more retry timers; cancels the one armed.
     void stop();
 
@@ -117,6 +121,11 @@ private:
     Outcome pump_inline(Connection& conn, Side side);
     // The destination became writable: what the pipe holds, inline.
     Outcome drain_inline(Connection& conn, Side side);
+    // A bulk direction whose wake-up moved `moved` bytes and emptied its source: whether
+    // it waits for the shard's next coalescing tick instead of the next byte.
+    bool should_coalesce(const Direction& dir, uint64_t moved) const;
+    void coalesce(Connection& conn, Side side);
+    void resume_coalesced(ConnectionTable& table, const OutcomeHandler& handle);
 
     // Copy path
     Outcome pump_copy(Connection& conn, Side side);
@@ -142,7 +151,10 @@ private:
     ShardContext& shard_;
     std::deque<Waiting> pipe_waiters_;
     std::deque<Waiting> buffer_waiters_; // copy directions that found no buffer
-    InFlight in_flight_;                 // the pipe retry timer
+    std::vector<Waiting> coalescing_;    // bulk directions waiting for the next tick
+    bool tick_armed_ = false;
+    bool tick_due_ = false; // the tick fired: coalescing_ goes on after this batch
+    InFlight in_flight_;    // the pipe retry timer
     bool retry_armed_ = false;
     unsigned parked_now_ = 0; // directions with a parked source
     bool stopping_ = false;

@@ -12,7 +12,9 @@
 #include "shard/directions.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 
+#include <algorithm>
 #include <cerrno>
 
 namespace uringfwd::engine {
@@ -31,6 +33,9 @@ constexpr unsigned kInlineFlags = SPLICE_F_NONBLOCK;
 // connection can keep the shard from the others. On loopback a round moves up to the
 // pipe's 1 MiB (§4.1).
 constexpr unsigned kInlineRounds = 16;
+
+// See should_coalesce().
+constexpr uint64_t kCoalesceLeast = 16 * 1024;
 
 int splice_now(int from, int to, std::size_t len) {
     ssize_t n = ::splice(from, nullptr, to, nullptr, len, kInlineFlags);
@@ -91,6 +96,7 @@ Outcome Directions::pump_inline(Connection& conn, Side side) {
     const int src = conn.source(side).syscall_fd();
     const int dst = conn.destination(side).syscall_fd();
     ShardCounters& counters = shard_.io.counters();
+    uint64_t moved = 0; // this wake-up
     for (unsigned round = 1;; ++round) {
         // The pipe is empty here: with len = its capacity the first splice takes what
         // the source has, up to the pipe's free slots, and the second moves exactly
@@ -108,13 +114,24 @@ Outcome Directions::pump_inline(Connection& conn, Side side) {
             bump(counters.inline_splices);
             if (out == -EAGAIN)
                 bump(counters.eagains);
-            if (out > 0)
+            if (out > 0) {
                 pipe.drained(static_cast<std::size_t>(out));
+                moved += static_cast<uint64_t>(out);
+            }
             count_bytes(conn, side, out);
             if (!pipe.empty())
                 bump(counters.short_splices);
         }
         Next next = after_pair({in, out, pipe.bytes(), pipe.capacity()});
+        if (next != Next::SpliceAgain)
+            dir.wake_bytes_avg = static_cast<uint32_t>(
+                dir.wake_bytes_avg + (static_cast<int64_t>(std::min<uint64_t>(moved, 1u << 30)) -
+                                      static_cast<int64_t>(dir.wake_bytes_avg)) /
+                                         4);
+        if (next == Next::WaitReadable && should_coalesce(dir, moved)) {
+            coalesce(conn, side);
+            return Outcome::running();
+        }
         if (next != Next::SpliceAgain)
             return follow(conn, side, next, in, out);
         dir.small_in_a_row = 0; // a bulk read
@@ -149,6 +166,52 @@ Outcome Directions::drain_inline(Connection& conn, Side side) {
         return pump_inline(conn, side);
     }
     return follow(conn, side, next, /*read_result=*/0, out);
+}
+
+// Coalescing (EngineConfig::bulk_coalesce). A shard that is quicker than its bulk
+// streams wakes for every few segments: each wake-up then moves little and costs as
+// much, and the proxy's CPU per GB doubles (docs/bulk-experiments.md, issue 19: the
+// same 8 streams at 150 KB or 600 KB per splice, at 0.13 or 0.05 CPU s/GB). A
+// direction whose wake-ups move bulk on average (at least min(64 KiB, half a pipe)),
+// and whose latest moved less than half a pipe, waits for the shard's next tick
+// instead, holding no pipe; the tick serves every such direction at once. A wake-up
+// that moved less than kCoalesceLeast is a message, not a stream (a request after a
+// download on a kept-alive connection): it is never held, and counts towards the
+// direction's switch to copying as usual.
+bool Directions::should_coalesce(const Direction& dir, uint64_t moved) const {
+    const std::size_t capacity = dir.pipe->capacity();
+    return shard_.config.bulk_coalesce.count() > 0 && !stopping_ && moved >= kCoalesceLeast &&
+           moved < capacity / 2 && dir.wake_bytes_avg >= bulk_threshold(capacity);
+}
+
+void Directions::coalesce(Connection& conn, Side side) {
+    Direction& dir = conn.dir(side);
+    release_pipe(dir, false); // empty: the source was
+    unwatch_source(conn, side);
+    dir.state = DirState::Coalescing;
+    coalescing_.push_back({conn.slot, conn.generation, side});
+    bump(shard_.io.counters().coalesced);
+    if (!tick_armed_) {
+        tick_armed_ = true;
+        shard_.io.timeout(in_flight_, OpTag::for_shard(Op::CoalesceTick),
+                          shard_.config.bulk_coalesce);
+    }
+}
+
+void Directions::resume_coalesced(ConnectionTable& table, const OutcomeHandler& handle) {
+    if (!tick_due_)
+        return;
+    tick_due_ = false;
+    std::vector<Waiting> due;
+    due.swap(coalescing_);
+    for (const Waiting& w : due) {
+        Connection* conn = table.find(w.slot, w.generation);
+        if (conn == nullptr || conn->phase != Phase::Forwarding ||
+            conn->dir(w.side).state != DirState::Coalescing)
+            continue;
+        // As if the poll had reported it readable: a pipe, then the splices.
+        handle(*conn, w.side, on_readable(*conn, w.side, POLLIN));
+    }
 }
 
 } // namespace uringfwd::engine

@@ -30,6 +30,7 @@ enum class Op : uint8_t {
     Wake = 1,  // the stop eventfd became readable
     PipeRetry, // timer: try again to get pipes for waiting directions
     PipeRetryCancel,
+    CoalesceTick,  // timer: bulk directions that woke too early splice again (bulk_coalesce)
     DrainDeadline, // timer: stop waiting for connections to finish
     IdleSweep,     // timer: close connections idle past their route's idle timeout
     ShardCancel,

@@ -117,11 +117,14 @@ void Shard::dispatch(const uring::Completion& c) {
         on_listener_op(t, c);
         break;
     case Op::PipeRetry:
-    case Op::PipeRetryCancel: {
+    case Op::PipeRetryCancel:
+    case Op::CoalesceTick: {
         Directions& directions = connections_->directions();
         io_->completed(directions.in_flight(), t, c);
         if (t.op == Op::PipeRetry)
             directions.on_retry_timer(); // waiters are resumed after every batch
+        else if (t.op == Op::CoalesceTick)
+            directions.on_coalesce_tick(); // so are the coalescing directions
         break;
     }
     case Op::Wake:

@@ -85,7 +85,7 @@ void ShardIo::send(InFlight& owner, OpTag tag, uring::FileRef fd, const void* da
     ++owner.ops;
 }
 
-void ShardIo::timeout(InFlight& owner, OpTag tag, std::chrono::milliseconds after) {
+void ShardIo::timeout(InFlight& owner, OpTag tag, std::chrono::microseconds after) {
     ring_.timeout(after, tag.encode());
     ++owner.ops;
 }

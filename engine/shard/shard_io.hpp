@@ -58,7 +58,7 @@ public:
     void send(InFlight& owner, OpTag tag, uring::FileRef fd, const void* data, std::size_t len,
               int msg_flags);
     // A timer: completes with -ETIME after `after`, or -ECANCELED.
-    void timeout(InFlight& owner, OpTag tag, std::chrono::milliseconds after);
+    void timeout(InFlight& owner, OpTag tag, std::chrono::microseconds after);
     void cancel(InFlight& owner, OpTag target, OpTag tag);
     // Cancels every operation on fd; a walk of the ring's whole poll table, so only for
     // operations that cannot be named by tag.

@@ -65,6 +65,7 @@ copy_buffer_size = 65536
 bulk_buffers = 8
 bulk_buffer_size = 1048576
 busy_poll = "50us"
+bulk_coalesce = "400us"
 bulk_park = "20ms"
 drain_timeout = "2m"
 upgrade_socket = "/run/uring-fwd/upgrade.sock"
@@ -125,6 +126,7 @@ listen = ":5432"
     EXPECT_EQ(c.bulk_buffers, 8u);
     EXPECT_EQ(c.bulk_buffer_size, 1048576u);
     EXPECT_EQ(c.busy_poll, 50us);
+    EXPECT_EQ(c.bulk_coalesce, 400us);
     EXPECT_EQ(c.bulk_park, 20ms);
     EXPECT_EQ(c.drain_timeout, 2min);
     EXPECT_EQ(c.upgrade_socket, "/run/uring-fwd/upgrade.sock");
@@ -441,6 +443,8 @@ const ErrorCase kErrorCases[] = {
      {"t.toml:2: [engine] bulk_buffers must be 0 or a power of two 1..16, not 12"}},
     {"BulkBufferSizeTooSmall", engine("bulk_buffer_size = 1000\n"),
      {"t.toml:2: [engine] bulk_buffer_size must be 4096..16777216, not 1000"}},
+    {"BulkCoalesceTooLong", engine("bulk_coalesce = \"1s\"\n"),
+     {"t.toml:2: [engine] bulk_coalesce must be 0..100ms, not \"1s\""}},
     {"BusyPollTooLong", engine("busy_poll = \"2s\"\n"),
      {"t.toml:2: [engine] busy_poll must be 0..1s, not \"2s\""}},
     {"DrainTimeoutBadUnit", engine("drain_timeout = \"30 s\"\n"),

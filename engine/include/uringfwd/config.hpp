@@ -134,6 +134,15 @@ struct EngineConfig {
     // goes back to poll gating. 0 = off.
     std::chrono::milliseconds bulk_park{0};
 
+    // Inline splices, bulk directions: one whose wake-ups move bulk on average (at
+    // least min(64 KiB, half a pipe)) and whose latest moved 16 KiB or more but less
+    // than half a pipe, because the shard came quicker than the data, splices again
+    // after this long (the shard's next tick, shared by all such directions) instead
+    // of at the next byte. Fewer, fuller splices per GB, and one steady cost instead
+    // of two (docs/bulk-experiments.md, issue 19); a bulk stream's bytes wait up to
+    // this long, messages never. 0 = off.
+    std::chrono::microseconds bulk_coalesce{250};
+
     // On stop(), connections still open after this long are reset.
     std::chrono::milliseconds drain_timeout{30000};
 

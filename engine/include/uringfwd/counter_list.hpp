@@ -19,6 +19,7 @@
     X(inline_splices, Counter, "splices made by splice(2) on the shard's thread (inline)")         \
     X(inline_yields, Counter, "inline splicing stopped with data left, to let others run")         \
     X(fd_installs, Counter, "plain fds installed for sockets in slots, for inline splices")        \
+    X(coalesced, Counter, "bulk wake-ups that moved little: spliced again at the next tick")       \
     X(enters, Counter, "io_uring_enter calls")                                                     \
     X(completions, Counter, "completions (CQEs) reaped")                                           \
     X(pipes_created, Counter, "pipes created")                                                     \
