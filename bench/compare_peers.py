@@ -51,6 +51,8 @@ URING_VARIANTS = {"uring-fwd-copy": ["--data-path", "copy"],
                   # issue 19: splices through the ring (IORING_OP_SPLICE pairs on io-wq)
                   # instead of inline splice(2) on the shard's thread (the default)
                   "uring-fwd-ring": ["--splice-mechanism", "ring"],
+                  # issue 19: inline splices without coalescing bulk wake-ups
+                  "uring-fwd-nocoalesce": ["--bulk-coalesce", "0"],
                   "uring-fwd-ring-splice": ["--data-path", "splice",
                                             "--splice-mechanism", "ring"]}
 # Peers whose clients start with a PROXY header and whose upstream reads one.
