@@ -85,10 +85,14 @@ bool PoolState::set_checked_up(std::size_t m, bool up) {
 
 std::optional<std::size_t> PoolState::choose(uint64_t client_hash, const TriedSet& tried,
                                              Clock::time_point now) {
-    bool primary_up = false;
-    for (std::size_t i = 0; i < members_.size() && !primary_up; ++i)
-        primary_up = !members_[i].backup && up(i, now);
-    const bool backups = !primary_up;
+    // A primary this connection has tried (it refused or timed out) is no primary left
+    // for it, though it still counts as up: passive health marks it down only on its
+    // `fall`-th failure and the checker on its next check. So its retry may go to a
+    // backup at once rather than resetting the client (issue 20).
+    bool primary_left = false;
+    for (std::size_t i = 0; i < members_.size() && !primary_left; ++i)
+        primary_left = !members_[i].backup && up(i, now) && !tried.contains(i);
+    const bool backups = !primary_left;
     const auto candidate = [&](std::size_t i) {
         return members_[i].backup == backups && up(i, now) && !full(i) && !tried.contains(i);
     };

@@ -47,9 +47,11 @@ public:
     // The member for a new connection attempt, by the pool's policy, among the
     // candidates: members up at `now`, not full, and not in `tried` (the members this
     // connection already tried). Backup members are candidates only while no primary
-    // member is up; while one is, the answer is a primary or nothing, even if every
-    // primary is full or tried. `client_hash` (hash_client_address()) matters to Maglev
-    // only. nullopt: no candidate. Allocates nothing.
+    // member is up and untried; while one is, the answer is a primary or nothing, even
+    // if every such primary is full (a full primary holds the backups back, as a full
+    // server in HAProxy queues rather than spilling over to its backups). `client_hash`
+    // (hash_client_address()) matters to Maglev only. nullopt: no candidate. Allocates
+    // nothing.
     std::optional<std::size_t> choose(uint64_t client_hash, const TriedSet& tried,
                                       Clock::time_point now);
 

@@ -236,16 +236,31 @@ TEST_P(EveryPolicy, BackupsOnlyWhileNoPrimaryIsUp) {
     EXPECT_EQ(pick(pool), 2u);
 }
 
-TEST_P(EveryPolicy, NoBackupWhileAPrimaryIsUpButFullOrTried) {
+TEST_P(EveryPolicy, NoBackupWhileAPrimaryIsUpButFull) {
     PoolState pool = state_of(GetParam(), {{1, false, 1}, {1, true}, {}});
     fail_member(pool, 2);
     pool.opened(0); // member 0 is full (1 connection at most)
     EXPECT_FALSE(pool.choose(0, {}, t0));
     pool.closed(0);
+    EXPECT_EQ(pick(pool), 0u);
+}
+
+// Issue 20: the connection's retry after a primary refused goes to a backup while that
+// primary is still up for everyone else (not yet marked down).
+TEST_P(EveryPolicy, ABackupTakesTheRetryOnceEveryPrimaryUpIsTried) {
+    PoolState pool = state_of(GetParam(), {{}, {1, true}, {}});
+    fail_member(pool, 2);
     TriedSet tried;
     tried.add(0);
-    EXPECT_FALSE(pool.choose(0, tried, t0));
-    EXPECT_EQ(pick(pool), 0u);
+    EXPECT_EQ(pick(pool, 0, tried), 1u);
+    EXPECT_EQ(pick(pool), 0u); // a new connection still goes to the primary
+    // With two primaries up, the other primary comes first.
+    PoolState two = state_of(GetParam(), {{}, {1, true}, {}});
+    for (int i = 0; i < 10; ++i) {
+        TriedSet one;
+        one.add(0);
+        EXPECT_EQ(pick(two, stable_hash(std::to_string(i)), one), 2u);
+    }
 }
 
 TEST_P(EveryPolicy, AFullMemberIsSkipped) {
