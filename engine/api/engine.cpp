@@ -19,6 +19,7 @@
 #include <fstream>
 #include <future>
 #include <map>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -35,14 +36,14 @@ void Engine::Impl::launch() {
     check_copy_buffers();
     std::vector<int> cpus;
     try {
-        auto table = engine::build_route_table(config_);
+        cpus = engine::choose_shard_cpus(engine::allowed_cpus(), config_.cpus, config_.shards);
+        auto table = engine::build_route_table(config_, cpus.size());
         engine::start_health_checks(*table, log_);
         routes_ = table;
         current_ = config_;
         names_ = std::make_unique<engine::NameRefresher>([this] { refresh_names(); },
                                                          log_.with_prefix("resolve"));
         names_->follow(routes_);
-        cpus = engine::choose_shard_cpus(engine::allowed_cpus(), config_.cpus, config_.shards);
     } catch (const std::exception& e) {
         throw StartError(e.what());
     }
@@ -70,10 +71,16 @@ void Engine::Impl::launch() {
                       "SO_INCOMING_CPU and the kernel's reuseport hash only",
                       format_cpu_list(cpus));
     }
+    try {
+        doorbells_ = std::make_shared<engine::ShardDoorbells>(cpus.size());
+    } catch (const std::exception& e) {
+        throw StartError(e.what());
+    }
     for (std::size_t i = 0; i < cpus.size(); ++i) {
         engine::ShardSetup setup;
         setup.index = static_cast<int>(i);
         setup.shards = cpus.size();
+        setup.doorbells = doorbells_;
         setup.config = &config_;
         setup.routes = routes_;
         setup.cpu = cpus[i];
@@ -217,9 +224,12 @@ std::vector<RouteStats> Engine::Impl::route_stats() const {
             out.push_back(std::move(r));
         }
     }
+    std::set<uint64_t> queues_counted; // shards are asked one after the other
     for (const auto& shard : shards_) {
         engine::Shard* s = shard.get();
-        std::function<void()> collect = [s, &out] { s->add_route_stats(out); };
+        std::function<void()> collect = [s, &out, &queues_counted] {
+            s->add_route_stats(out, queues_counted);
+        };
         if (!s->call(collect))
             return {};
     }

@@ -115,6 +115,8 @@ private:
     EngineConfig config_;
     engine::Logger log_;
     NumaTopology topology_;
+    // Every shard's wake-up eventfd, made before the first shard starts.
+    std::shared_ptr<const engine::ShardDoorbells> doorbells_;
     std::vector<std::unique_ptr<engine::Shard>> shards_;
     std::vector<std::thread> threads_;
     std::shared_ptr<const engine::RouteTable> routes_;

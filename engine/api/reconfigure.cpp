@@ -50,7 +50,7 @@ ReloadResult Engine::Impl::reconfigure(EngineConfig next) {
     ReloadResult result;
     std::shared_ptr<engine::RouteTable> table;
     try {
-        table = engine::build_route_table(next);
+        table = engine::build_route_table(next, shards_.size(), routes_.get());
     } catch (const std::exception& e) {
         result.errors.push_back(e.what());
         return result;
@@ -75,6 +75,7 @@ ReloadResult Engine::Impl::reconfigure(EngineConfig next) {
     // but it checks no more.
     if (routes_->health)
         routes_->health->stop();
+    engine::apply_limits(*table);
     routes_ = table;
     current_.routes = next.routes;
     current_.listen = next.listen;

@@ -45,6 +45,7 @@ struct Connection {
     // Routing: the route it came in on, the pool member it is (being) connected to,
     // and the members tried so far.
     ShardRoute* route = nullptr; // lives at least as long as its connections
+    bool route_counted = false;  // holds a unit of route->route.limit (SharedLimit)
     int member = -1;
     int preferred = -1;      // the selector's member, tried first
     bool has_chosen = false; // the selector chose an address outside the pool

@@ -33,8 +33,8 @@ Endpoint upstream_endpoint(const Connection& conn) {
 } // namespace
 
 int Connections::open(uring::FileRef client, bool set_client_no_delay, ShardRoute& r,
-                      std::vector<std::byte> preamble, int upstream_fd, bool inspect,
-                      std::shared_ptr<const Inspector> listener_inspector,
+                      bool route_counted, std::vector<std::byte> preamble, int upstream_fd,
+                      bool inspect, std::shared_ptr<const Inspector> listener_inspector,
                       const SocketAddress* peer, const SocketAddress* local) {
     Connection& conn = table_.allocate();
     if (client.fixed)
@@ -47,6 +47,7 @@ int Connections::open(uring::FileRef client, bool set_client_no_delay, ShardRout
         conn.socket_local = *local;
     }
     conn.route = &r;
+    conn.route_counted = route_counted;
     conn.opened_at = conn.last_active = shard_.now;
     conn.id = static_cast<uint64_t>(shard_.shard_index) << 48 | (++opened_ & 0xffffffffffffu);
     conn.preamble = std::move(preamble);
@@ -404,6 +405,8 @@ void Connections::finalize(Connection& conn) {
     if (conn.member_counted)
         r.pool.closed(static_cast<std::size_t>(conn.member));
     --r.active;
+    if (conn.route_counted)
+        shard_.doorbells->give_back(*r.route.limit, static_cast<std::size_t>(shard_.shard_index));
     ++r.closed[static_cast<std::size_t>(conn.close_reason)];
     ShardCounters& counters = shard_.io.counters();
     bump(counters.closed(conn.close_reason));

@@ -38,7 +38,9 @@ public:
     // after the route's chain.
     // `client` may be a slot of the shard's file table (direct descriptors); its
     // addresses then come in `peer`/`local` (a slot has no fd to ask).
-    int open(uring::FileRef client, bool set_client_no_delay, ShardRoute& route,
+    // `route_counted`: the client holds a unit of the route's limit, given back when it
+    // closes.
+    int open(uring::FileRef client, bool set_client_no_delay, ShardRoute& route, bool route_counted,
              std::vector<std::byte> preamble = {}, int upstream_fd = -1, bool inspect = false,
              std::shared_ptr<const Inspector> listener_inspector = {},
              const SocketAddress* peer = nullptr, const SocketAddress* local = nullptr);

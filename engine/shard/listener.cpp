@@ -1,5 +1,6 @@
 #include "shard/listener.hpp"
 
+#include "net/listen_queue.hpp"
 #include "net/sockets.hpp"
 
 #include <fcntl.h>
@@ -45,6 +46,7 @@ Listener::Listener(ShardIo& io, const Logger& log, const ListenerSetup& setup)
         fd_ = open_listener(setup.address, /*reuse_port=*/true, kListenBacklog);
     }
     bound_ = local_address(fd_.get());
+    socket_inode_ = engine::socket_inode(fd_.get());
     direct_ = setup.direct && !is_wildcard(bound_);
     // Steering (docs/kernel.md §9): see set_incoming_cpu() and attach_cpu_steering().
     if (setup.set_incoming_cpu && setup.cpu >= 0) {

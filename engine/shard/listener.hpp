@@ -87,6 +87,9 @@ public:
     uint32_t route() const { return route_; }
     uint32_t group() const { return group_; }
     int fd() const { return fd_.get(); }
+    // Names the socket across the shards that accept on it (a dup of shard 0's, an
+    // inherited socket): its accept queue is one.
+    uint64_t socket_inode() const { return socket_inode_; }
     SocketAddress bound() const { return bound_; }
     bool is_tcp() const { return bound_.family() != AF_UNIX; }
     // Clients come in slots of the shard's file table (direct descriptors), one accept
@@ -113,6 +116,7 @@ private:
     uint32_t group_;
     uring::UniqueFd fd_;
     SocketAddress bound_;
+    uint64_t socket_inode_ = 0;
     std::string steering_ = "kernel hash";
     InFlight in_flight_;
     bool armed_ = false;

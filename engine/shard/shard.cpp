@@ -17,10 +17,7 @@ namespace uringfwd::engine {
 
 Shard::Shard(ShardSetup setup, Logger logger)
     : setup_(std::move(setup)), config_(*setup_.config), log_(std::move(logger)),
-      wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
-    if (!wake_fd_)
-        throw std::runtime_error(fmt::format("eventfd: {}", std::strerror(errno)));
-}
+      wake_fd_(setup_.doorbells->fd(static_cast<std::size_t>(setup_.index))) {}
 
 Shard::~Shard() {
     refuse_handoffs(); // a shard that never ran still owns what was handed to it
@@ -33,9 +30,7 @@ void Shard::request_stop(std::chrono::milliseconds drain) {
 }
 
 void Shard::wake() {
-    uint64_t one = 1;
-    // Cannot fail in a way worth handling: the counter only saturates after 2^64 - 1.
-    [[maybe_unused]] ssize_t n = ::write(wake_fd_.get(), &one, sizeof(one));
+    setup_.doorbells->ring(static_cast<std::size_t>(setup_.index));
 }
 
 void Shard::run(std::promise<void>& ready) {
@@ -56,8 +51,7 @@ void Shard::run(std::promise<void>& ready) {
 void Shard::serve() {
     for (auto& listener : listeners_)
         listener->start();
-    io_->poll(in_flight_, OpTag::for_shard(Op::Wake), uring::FileRef::plain(wake_fd_.get()),
-              POLLIN);
+    io_->poll(in_flight_, OpTag::for_shard(Op::Wake), uring::FileRef::plain(wake_fd_), POLLIN);
     context_->now = std::chrono::steady_clock::now();
     arm_idle_sweep();
 
@@ -180,10 +174,12 @@ void Shard::on_wake(int result) {
     if (result < 0)
         return; // cancelled: the shard is finishing
     uint64_t value = 0;
-    [[maybe_unused]] ssize_t n = ::read(wake_fd_.get(), &value, sizeof(value));
+    [[maybe_unused]] ssize_t n = ::read(wake_fd_, &value, sizeof(value));
     take_change();
     run_calls();
     take_handoffs();
+    // Perhaps another shard gave room back at a limit this shard waits at.
+    resume_all();
     if (stop_requested_.load(std::memory_order_acquire))
         stop_now();
     // Listen for a further request (a change, a second SIGTERM shortening the drain),
@@ -193,8 +189,7 @@ void Shard::on_wake(int result) {
     // and the poll fired before its cancel reached it: the cancel finds nothing and
     // this completion comes after it.
     if (!final_cancels_sent_)
-        io_->poll(in_flight_, OpTag::for_shard(Op::Wake), uring::FileRef::plain(wake_fd_.get()),
-                  POLLIN);
+        io_->poll(in_flight_, OpTag::for_shard(Op::Wake), uring::FileRef::plain(wake_fd_), POLLIN);
 }
 
 void Shard::stop_now() {
@@ -237,6 +232,7 @@ void Shard::begin_stop() {
                 }
             }
             route->waiting.clear();
+            route->stop_wanting();
         }
     }
     if (idle_sweep_armed_)

@@ -11,6 +11,7 @@
 #include "shard/listener.hpp"
 #include "shard/shard_context.hpp"
 #include "shard/shard_counters.hpp"
+#include "shard/shard_doorbells.hpp"
 #include "shard/shard_io.hpp"
 #include "shard/shard_route.hpp"
 #include "support/logger.hpp"
@@ -26,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,7 +35,9 @@ namespace uringfwd::engine {
 
 struct ShardSetup {
     int index = 0;
-    std::size_t shards = 1; // in the engine: limits are split among them
+    std::size_t shards = 1; // in the engine
+    // Every shard's wake-up eventfd (this one's is doorbells->fd(index)); never null.
+    std::shared_ptr<const ShardDoorbells> doorbells;
     const EngineConfig* config = nullptr;
     std::shared_ptr<const RouteTable> routes;
     std::vector<ListenerSetup> listeners; // listener i has index i
@@ -88,8 +92,10 @@ public:
     // and returns once it has run; false, without running it, once the shard has ended.
     bool call(const std::function<void()>& task);
     // On the shard's thread only (through call()): adds this shard's counts to `out`,
-    // one entry per route of the current configuration, matched by name.
-    void add_route_stats(std::vector<RouteStats>& out) const;
+    // one entry per route of the current configuration, matched by name. A listening
+    // socket's accept queue (clients waiting in the backlog) is counted by the first
+    // shard that holds it: `queues_counted` names those counted so far (inodes).
+    void add_route_stats(std::vector<RouteStats>& out, std::set<uint64_t>& queues_counted) const;
     // On the shard's thread only (through call()): every listener stops accepting
     // without shutting its socket down (Listener::release()).
     void release_listeners();
@@ -122,9 +128,19 @@ private:
     void setup_direct_descriptors();
     // A client of `route`: opened now, or queued while the route is at its limit.
     void admit(ShardRoute& route, WaitingClient client);
-    void open(ShardRoute& route, WaitingClient client);
+    // `counted`: it took a unit of the route's limit (SharedLimit::Taken::Counted).
+    void open(ShardRoute& route, WaitingClient client, bool counted);
     void take_handoffs();
     void refuse_handoffs();
+    // The route has no room for another client: its listeners hold off accepting and
+    // the shard waits for room at its limit.
+    void hold(ShardRoute& route);
+    // Room may have come at the route's limit (a connection closed, here or on another
+    // shard): waiting clients go in first, then the listeners accept again.
+    void resume(ShardRoute& route);
+    // resume() for every route that is held or has clients waiting (after a wake-up:
+    // another shard may have given room back).
+    void resume_all();
     void on_room(ShardRoute& route);
     // This shard's state of route `index` of `table` (current or retired), or null.
     ShardRoute* shard_route_of(const RouteTable& table, std::size_t index);
@@ -151,7 +167,7 @@ private:
     ShardSetup setup_;
     const EngineConfig& config_;
     Logger log_;
-    uring::UniqueFd wake_fd_;
+    int wake_fd_; // setup_.doorbells': this shard's
     ShardCounters counters_;
     // Made on the shard's thread in setup(), in this order; destroyed in reverse, so
     // the copy buffers are unregistered before their ring goes.

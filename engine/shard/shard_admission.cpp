@@ -1,6 +1,8 @@
 // Letting clients in: a listener's new client, or one handed over, is opened on its
 // route at once, or waits while the route is at its connection limit (its listeners
-// then hold off accepting); a connection that goes makes room for the next.
+// then hold off accepting); a connection that goes makes room for the next, on its own
+// shard at once and on the others through their doorbells (the limit is the engine's:
+// routing/shared_limit.hpp).
 #include "shard/shard.hpp"
 
 namespace uringfwd::engine {
@@ -29,25 +31,77 @@ void Shard::open_connection(Listener& listener, int client_fd) {
 }
 
 void Shard::admit(ShardRoute& route, WaitingClient client) {
-    if (route.full() || !route.waiting.empty()) {
-        // At the route's limit: the client waits, holding nothing but its socket, and
-        // the route's listeners stop taking more (those wait in the backlog).
-        route.waiting.push_back(std::move(client));
-    } else {
-        open(route, std::move(client));
+    if (route.waiting.empty()) {
+        SharedLimit::Taken taken = route.route.limit->try_take();
+        if (taken != SharedLimit::Taken::No) {
+            open(route, std::move(client), taken == SharedLimit::Taken::Counted);
+            // The next client would wait: stop accepting now, so that it waits in the
+            // backlog rather than holding an fd here.
+            if (route.full())
+                hold(route);
+            return;
+        }
     }
-    if (route.full() && !route.held) {
+    // At the route's limit (on whichever shards its connections are): the client
+    // waits, holding nothing but its socket, and the route's listeners stop taking
+    // more (those wait in the backlog).
+    route.waiting.push_back(std::move(client));
+    hold(route);
+    resume(route); // room given back before hold() registered this shard is seen now
+}
+
+void Shard::hold(ShardRoute& route) {
+    if (!route.held && !route.retired) {
         route.held = true;
         for_listeners_of(route, [](Listener& each) { each.hold(); });
     }
+    route.want_room();
 }
 
-void Shard::open(ShardRoute& route, WaitingClient client) {
+void Shard::resume(ShardRoute& route) {
+    SharedLimit& limit = *route.route.limit;
+    for (;;) {
+        while (!route.waiting.empty()) {
+            SharedLimit::Taken taken = limit.try_take();
+            if (taken == SharedLimit::Taken::No)
+                break;
+            WaitingClient next = std::move(route.waiting.front());
+            route.waiting.pop_front();
+            open(route, std::move(next), taken == SharedLimit::Taken::Counted);
+        }
+        bool blocked = !route.waiting.empty() || (route.held && limit.full());
+        if (!blocked) {
+            if (route.held) {
+                route.held = false;
+                for_listeners_of(route, [](Listener& each) { each.release_hold(); });
+            }
+            route.stop_wanting();
+            return;
+        }
+        // Registered before the attempt above: whoever gives room back from now on
+        // rings this shard. Registered only now: try once more, as room given back
+        // before the registration rang nobody (shared_limit.hpp).
+        if (route.wanting)
+            return;
+        route.want_room();
+    }
+}
+
+void Shard::resume_all() {
+    if (stopping_)
+        return;
+    for (auto* routes : {&routes_, &retired_routes_})
+        for (auto& route : *routes)
+            if (route->held || !route->waiting.empty())
+                resume(*route);
+}
+
+void Shard::open(ShardRoute& route, WaitingClient client, bool counted) {
     bool direct = client.slot >= 0;
     int err = connections_->open(
         direct ? uring::FileRef::direct(client.slot) : uring::FileRef::plain(client.fd),
-        client.set_no_delay, route, std::move(client.preamble), client.upstream_fd, client.inspect,
-        std::move(client.listener_inspector), direct ? &client.peer : nullptr,
+        client.set_no_delay, route, counted, std::move(client.preamble), client.upstream_fd,
+        client.inspect, std::move(client.listener_inspector), direct ? &client.peer : nullptr,
         direct ? &client.local : nullptr);
     if (err == 0) {
         for (auto& each : listeners_)
@@ -70,19 +124,13 @@ ShardRoute* Shard::shard_route_of(const RouteTable& table, std::size_t index) {
     return nullptr;
 }
 
-// A connection of `route` has gone: let waiting clients in, then the listeners.
+// A connection of `route` has gone (its unit of the limit given back): let waiting
+// clients in, then the listeners.
 void Shard::on_room(ShardRoute& route) {
     if (stopping_)
         return;
-    while (!route.full() && !route.waiting.empty()) {
-        WaitingClient next = std::move(route.waiting.front());
-        route.waiting.pop_front();
-        open(route, std::move(next));
-    }
-    if (route.held && !route.full()) {
-        route.held = false;
-        for_listeners_of(route, [](Listener& each) { each.release_hold(); });
-    }
+    if (route.held || !route.waiting.empty())
+        resume(route);
 }
 
 } // namespace uringfwd::engine

@@ -22,12 +22,13 @@ std::vector<std::string> member_keys(const Route& route) {
 
 } // namespace
 
-ShardRoute::ShardRoute(const Route& r, std::shared_ptr<const RouteTable> t, std::size_t shards)
-    : table(std::move(t)), route(r),
+ShardRoute::ShardRoute(const Route& r, std::shared_ptr<const RouteTable> t, std::size_t shard_index,
+                       std::size_t shards)
+    : table(std::move(t)), route(r), shard(shard_index),
       pool(with_passive_health_where_useful(r.pool), member_keys(r), shards),
-      limit(per_shard_limit(r.max_connections, shards)), inspectors(make_inspectors(r)),
-      connects(r.members.size(), 0), failures(r.members.size(), 0), failures_by(r.members.size()),
-      member_bytes_to_upstream(r.members.size(), 0), member_bytes_to_client(r.members.size(), 0) {}
+      inspectors(make_inspectors(r)), connects(r.members.size(), 0), failures(r.members.size(), 0),
+      failures_by(r.members.size()), member_bytes_to_upstream(r.members.size(), 0),
+      member_bytes_to_client(r.members.size(), 0) {}
 
 void ShardRoute::refresh_health() {
     if (!table->health)

@@ -125,9 +125,9 @@ struct RouteConfig {
     std::string name;
     std::vector<Endpoint> listen; // TCP v4/v6 and Unix; every shard serves each
     UpstreamPool pool;
-    // Open connections of the route at most; at the limit its listeners stop accepting
-    // (clients wait in the backlog) until one closes. Split evenly among the shards
-    // (rounded up): each shard counts its own. 0: no limit.
+    // Open connections of the route at most, all shards together (one counter the
+    // shards share on the admission path); at the limit its listeners stop accepting
+    // (clients wait in the backlog) until one closes, on any shard. 0: no limit.
     std::size_t max_connections = 0;
     // No byte in either direction for this long closes both sides with FIN. 0: never.
     std::chrono::milliseconds idle_timeout{0};
