@@ -4,6 +4,7 @@
 #pragma once
 
 #include "net/socket_address.hpp"
+#include "routing/shared_limit.hpp"
 #include "routing/tried_set.hpp"
 #include "shard/conn_socket.hpp"
 #include "shard/direction_state.hpp"
@@ -56,7 +57,10 @@ struct Connection {
     const SocketAddress* connect_target = nullptr;
     std::string connect_name;
     std::chrono::milliseconds connect_limit{0};
-    bool member_counted = false; // counted among the member's connections (PoolState)
+    // Counted among the member's connections (PoolState::opened): No when not (yet).
+    SharedLimit::Taken member_taken = SharedLimit::Taken::No;
+    // Waiting for a member with room (member_wait.cpp), its MemberWait timer armed.
+    bool waiting_member = false;
     TriedSet tried;
     uint64_t client_hash = 0;                        // of the client's address, for Maglev
     CloseReason last_failure = CloseReason::Refused; // of the last connect attempt

@@ -12,7 +12,10 @@
 #include "support/log_throttle.hpp"
 
 #include <cstddef>
+#include <deque>
 #include <functional>
+#include <optional>
+#include <utility>
 #include <vector>
 
 namespace uringfwd::engine {
@@ -50,6 +53,10 @@ public:
 
     // After every batch of completions (see Directions::resume_waiters).
     void after_batch();
+
+    // member_wait.cpp: connections waiting for a member with room try again (another
+    // shard may have given room back at a member's limit).
+    void resume_member_waiters();
 
     // Closes, with FIN, the connections of routes with an idle timeout that moved no
     // byte for that long.
@@ -103,9 +110,25 @@ private:
     // The inspector at the connection's stage: the route's chain, then the listener's;
     // null when the connection is through them all.
     static const Inspector* stage_of(const Connection& conn);
-    // Chooses the next member and connects to it; closes the connection when no member
-    // is left. Returns an errno as open() does.
+    // Chooses the next member and connects to it; waits when every member it may go to
+    // is full; closes the connection when no member is left. Returns an errno as open()
+    // does.
     int connect_next(Connection& conn);
+    struct PickedMember {
+        std::size_t member;
+        SharedLimit::Taken taken; // its unit of the member's limit (PoolState::opened)
+    };
+    // The member for the connection's next attempt, counted among its connections; none
+    // when no candidate has room.
+    std::optional<PickedMember> pick_member(Connection& conn);
+    int connect_member(Connection& conn, PickedMember picked);
+    // The connection has its member no more (its connect failed, it closed): counted
+    // out, and room given back at the member's limit wakes who waits for it.
+    void release_member(Connection& conn);
+    // member_wait.cpp: waiting for a member with room, up to the connect deadline.
+    void wait_for_member(Connection& conn);
+    void stop_waiting_member(Connection& conn);
+    void on_member_wait_over(Connection& conn, int result);
     void on_connected(Connection& conn, int result);
     void start_forwarding(Connection& conn);
     void on_preamble_sent(Connection& conn, int result);
@@ -139,6 +162,9 @@ private:
     Directions directions_;
     ConnectionTable table_;
     uint64_t opened_ = 0; // connections opened: the low bits of their ids
+    // Connections waiting for a member with room (slot, generation), oldest first.
+    std::deque<std::pair<uint32_t, uint32_t>> member_waiters_;
+    bool member_room_ = false; // a member's unit given back here: look at the waiters
     LogThrottle upstream_failure_log_;
     LogThrottle inspect_reject_log_;
     LogThrottle table_full_log_;

@@ -59,6 +59,9 @@ enum class Op : uint8_t {
     SocketOpt, // setsockopt (TCP_NODELAY) or shutdown through the ring: nothing to do after
     CloseFile, // a slot closed (with SO_LINGER {1, 0} first when resetting)
     HalfClose, // a plain fd installed for a slot, to shutdown(SHUT_WR) the socket
+    // Timer: a connection waiting for a member with room (every member it may go to is
+    // at its max_connections) gives up at its connect deadline.
+    MemberWait,
 };
 
 inline bool is_splice(Op op) {

@@ -90,6 +90,7 @@ void Shard::resume(ShardRoute& route) {
 void Shard::resume_all() {
     if (stopping_)
         return;
+    connections_->resume_member_waiters();
     for (auto* routes : {&routes_, &retired_routes_})
         for (auto& route : *routes)
             if (route->held || !route->waiting.empty())

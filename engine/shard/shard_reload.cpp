@@ -68,8 +68,8 @@ std::string Shard::apply(ShardChange& change) {
     }
     routes_.clear();
     for (const Route& route : change.routes->routes)
-        routes_.push_back(std::make_unique<ShardRoute>(
-            route, change.routes, static_cast<std::size_t>(setup_.index), setup_.shards));
+        routes_.push_back(std::make_unique<ShardRoute>(route, change.routes,
+                                                       static_cast<std::size_t>(setup_.index)));
     setup_.routes = change.routes;
     make_group_inspectors();
 
@@ -169,7 +169,7 @@ void Shard::add_route_stats(std::vector<RouteStats>& out,
         // The clients actually waiting: those this shard took while the route was at
         // its limit, those waiting for a full member, and those its listeners leave in
         // the backlog.
-        it->waiting += shard_route->waiting.size();
+        it->waiting += shard_route->waiting.size() + shard_route->member_waiting;
         for (const auto& listener : listeners_) {
             if (listener->stopped() || routes_[listener->route()].get() != shard_route.get())
                 continue;

@@ -38,10 +38,12 @@ struct WaitingClient {
 
 struct ShardRoute {
     // `table` holds `route` and is kept alive as long as this state is.
-    // `shard`: the index of the shard it belongs to, `shards` how many there are.
-    ShardRoute(const Route& route, std::shared_ptr<const RouteTable> table, std::size_t shard,
-               std::size_t shards);
-    ~ShardRoute() { stop_wanting(); }
+    // `shard`: the index of the shard it belongs to.
+    ShardRoute(const Route& route, std::shared_ptr<const RouteTable> table, std::size_t shard);
+    ~ShardRoute() {
+        stop_wanting();
+        stop_wanting_member_room();
+    }
     ShardRoute(const ShardRoute&) = delete;
     ShardRoute& operator=(const ShardRoute&) = delete;
 
@@ -54,7 +56,12 @@ struct ShardRoute {
     bool held = false;                 // its listeners hold off accepting
     bool wanting = false;              // registered at route.limit (SharedLimit::want)
     bool retired = false;              // replaced by a reload: it has no listeners
-    InspectorChain inspectors;         // empty: clients go straight to an upstream
+    // Connections of this shard waiting for a member with room (every member they may
+    // go to is at its max_connections), and whether the shard is registered at the
+    // members' limits for them.
+    std::size_t member_waiting = 0;
+    bool wanting_members = false;
+    InspectorChain inspectors; // empty: clients go straight to an upstream
 
     // Counted by the shard alone; read through Shard::route_stats() on its thread.
     uint64_t accepted = 0;
@@ -83,6 +90,9 @@ struct ShardRoute {
             route.limit->unwant(shard);
         wanting = false;
     }
+    // The same at every member's limit, for connections waiting for a member.
+    void want_member_room();
+    void stop_wanting_member_room();
     // Takes the health checker's latest verdicts into the pool (when it has checks).
     void refresh_health();
     // All connect attempts of one client together end by then.

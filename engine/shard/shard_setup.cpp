@@ -42,8 +42,8 @@ void Shard::setup() {
         *io_, *pool_, buffers_.get(), bulk_buffers_.get(), io_->ring().features().recvsend_bundle,
         data_path_, config_, log_, setup_.index});
     for (const Route& route : setup_.routes->routes)
-        routes_.push_back(std::make_unique<ShardRoute>(
-            route, setup_.routes, static_cast<std::size_t>(setup_.index), setup_.shards));
+        routes_.push_back(std::make_unique<ShardRoute>(route, setup_.routes,
+                                                       static_cast<std::size_t>(setup_.index)));
     plan_idle_sweep();
     make_group_inspectors();
     connections_ = std::make_unique<Connections>(

@@ -197,6 +197,32 @@ TEST_P(EngineWideLimit, RouteLimitHoldsExactlyThatManyOpenAtOnce) {
     EXPECT_EQ(proxy.stats().closed_local_error, 0u) << proxy.stats().to_line();
 }
 
+// A member's max_connections is the engine's too, and the clients beyond it wait for
+// the member (as HAProxy queues for a full server) rather than being reset.
+TEST_P(EngineWideLimit, MemberLimitHoldsExactlyThatManyAndTheRestWait) {
+    NamedServer a{'a'};
+    ProxyUnderTest proxy{{route({member(a.endpoint(), 2)})}, two_shards(GetParam())};
+    constexpr int kClients = 6;
+    Clients clients{GetParam(), proxy.endpoint(), kClients};
+    EXPECT_EQ(clients.served_settled(2), 2u) << proxy.stats().to_line();
+    EXPECT_EQ(a.open_connections(), 2u);
+    EXPECT_EQ(clients.ended_unserved(), 0u) << proxy.stats().to_line();
+    ASSERT_TRUE(eventually(
+        [&] {
+            auto stats = proxy.engine().route_stats();
+            return !stats.empty() && stats[0].waiting == kClients - 2;
+        },
+        Deadline{2s}))
+        << "waiting: " << proxy.engine().route_stats().at(0).waiting;
+    for (std::size_t served = 3; served <= kClients; ++served) {
+        ASSERT_TRUE(clients.close_one_served());
+        EXPECT_EQ(clients.served_settled(served, 100ms), served);
+        EXPECT_LE(a.open_connections(), 2u);
+    }
+    EXPECT_EQ(clients.ended_unserved(), 0u);
+    EXPECT_EQ(proxy.stats().closed_no_upstream, 0u) << proxy.stats().to_line();
+}
+
 INSTANTIATE_TEST_SUITE_P(Steering, EngineWideLimit,
                          ::testing::Values(Steering::OneCpu, Steering::BothCpus,
                                            Steering::KernelHash),
