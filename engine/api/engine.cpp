@@ -76,11 +76,14 @@ void Engine::Impl::launch() {
     } catch (const std::exception& e) {
         throw StartError(e.what());
     }
+    plan_fd_room(cpus.size());
     for (std::size_t i = 0; i < cpus.size(); ++i) {
         engine::ShardSetup setup;
         setup.index = static_cast<int>(i);
         setup.shards = cpus.size();
         setup.doorbells = doorbells_;
+        setup.fd_connections = fd_connections_;
+        setup.max_pipes = room_.pipes_per_shard;
         setup.config = &config_;
         setup.routes = routes_;
         setup.cpu = cpus[i];
@@ -88,10 +91,14 @@ void Engine::Impl::launch() {
         for (std::size_t l = 0; l < listeners_.size(); ++l)
             setup.listeners.push_back(listener_setup(i, l, cpus[i], steering_base));
         launch_shard(std::move(setup));
-        if (i == 0) // port 0 is resolved by the first bind; the others join that port
+        if (i == 0) { // port 0 is resolved by the first bind; the others join that port
             for (std::size_t l = 0; l < listeners_.size(); ++l)
                 listeners_[l].address = shards_[0]->bound_address(l);
+            room_.direct = shards_[0]->direct();
+            room_.connections_per_shard = shards_[0]->slot_room();
+        }
     }
+    warn_about_fd_room();
 }
 
 engine::ListenerSetup Engine::Impl::listener_setup(std::size_t shard, std::size_t l, int cpu,
@@ -383,6 +390,9 @@ std::vector<Endpoint> Engine::listen_endpoints(std::string_view route) const {
 }
 std::string Engine::describe() const {
     return impl_->describe();
+}
+ConnectionRoom Engine::connection_room() const {
+    return impl_->connection_room();
 }
 void Engine::stop(std::optional<std::chrono::milliseconds> drain) {
     impl_->stop(drain);

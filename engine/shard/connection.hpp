@@ -11,6 +11,7 @@
 #include "shard/inspect.hpp"
 #include "shard/op_tag.hpp"
 #include "shard/shard_io.hpp"
+#include "shard/socket_units.hpp"
 #include "uring/unique_fd.hpp"
 #include "uringfwd/close_reason.hpp"
 #include "uringfwd/endpoint.hpp"
@@ -47,6 +48,7 @@ struct Connection {
     // and the members tried so far.
     ShardRoute* route = nullptr; // lives at least as long as its connections
     bool route_counted = false;  // holds a unit of route->route.limit (SharedLimit)
+    SocketUnits units;           // of the shard's socket budget (socket_units.hpp)
     int member = -1;
     int preferred = -1;      // the selector's member, tried first
     bool has_chosen = false; // the selector chose an address outside the pool

@@ -3,6 +3,7 @@
 #include "net/sockets.hpp"
 #include "routing/hash.hpp"
 #include "routing/name_refresher.hpp"
+#include "shard/listener.hpp"
 
 #include <sys/socket.h>
 
@@ -33,8 +34,9 @@ Endpoint upstream_endpoint(const Connection& conn) {
 } // namespace
 
 int Connections::open(uring::FileRef client, bool set_client_no_delay, ShardRoute& r,
-                      bool route_counted, std::vector<std::byte> preamble, int upstream_fd,
-                      bool inspect, std::shared_ptr<const Inspector> listener_inspector,
+                      bool route_counted, SocketUnits units, std::vector<std::byte> preamble,
+                      int upstream_fd, bool inspect,
+                      std::shared_ptr<const Inspector> listener_inspector,
                       const SocketAddress* peer, const SocketAddress* local) {
     Connection& conn = table_.allocate();
     if (client.fixed)
@@ -48,6 +50,7 @@ int Connections::open(uring::FileRef client, bool set_client_no_delay, ShardRout
     }
     conn.route = &r;
     conn.route_counted = route_counted;
+    conn.units = units;
     conn.opened_at = conn.last_active = shard_.now;
     conn.id = static_cast<uint64_t>(shard_.shard_index) << 48 | (++opened_ & 0xffffffffffffu);
     conn.preamble = std::move(preamble);
@@ -224,8 +227,8 @@ int Connections::connect_to(Connection& conn, const SocketAddress& address, cons
         bump(shard_.io.counters().upstream_failures);
         if (upstream_failure_log_.allow(LogThrottle::Clock::now()))
             shard_.log.warn("cannot open a socket to upstream {} ({}); resetting client {}{}", name,
-                            std::strerror(err), client_name(conn),
-                            suppressed_note(upstream_failure_log_.suppressed()));
+                            is_fd_shortage(err) ? fd_shortage_cause(err) : std::strerror(err),
+                            client_name(conn), suppressed_note(upstream_failure_log_.suppressed()));
         close(conn, CloseReason::LocalError);
         return err;
     }
@@ -463,9 +466,10 @@ void Connections::finalize(Connection& conn) {
     ShardCounters& counters = shard_.io.counters();
     bump(counters.closed(conn.close_reason));
     count_closed(conn, counters);
-    table_.release(conn); // closes both sockets
+    const SocketUnits units = conn.units;
+    table_.release(conn); // closes both sockets: their units may go back now
     drop(counters.active);
-    room_(r);
+    room_(r, units);
 }
 
 void Connections::after_batch() {

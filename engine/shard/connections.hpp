@@ -22,11 +22,13 @@ namespace uringfwd::engine {
 
 class Connections {
 public:
-    // `room` is called with a route whenever one of its connections has gone.
+    // `room` is called with a route whenever one of its connections has gone (with the
+    // units of the socket budget it held; none when it moved to another route).
     // `route_at` finds the shard's state of route `index` of `table` (an inspector's
     // route choice), null when the shard has none.
     using RouteLookup = std::function<ShardRoute*(const RouteTable& table, std::size_t index)>;
-    Connections(ShardContext& shard, std::function<void(ShardRoute&)> room, RouteLookup route_at)
+    using Room = std::function<void(ShardRoute&, SocketUnits)>;
+    Connections(ShardContext& shard, Room room, RouteLookup route_at)
         : shard_(shard), room_(std::move(room)), route_at_(std::move(route_at)),
           directions_(shard) {}
 
@@ -42,10 +44,10 @@ public:
     // `client` may be a slot of the shard's file table (direct descriptors); its
     // addresses then come in `peer`/`local` (a slot has no fd to ask).
     // `route_counted`: the client holds a unit of the route's limit, given back when it
-    // closes.
+    // closes; `units`: what it holds of the shard's socket budget, handed to `room`.
     int open(uring::FileRef client, bool set_client_no_delay, ShardRoute& route, bool route_counted,
-             std::vector<std::byte> preamble = {}, int upstream_fd = -1, bool inspect = false,
-             std::shared_ptr<const Inspector> listener_inspector = {},
+             SocketUnits units, std::vector<std::byte> preamble = {}, int upstream_fd = -1,
+             bool inspect = false, std::shared_ptr<const Inspector> listener_inspector = {},
              const SocketAddress* peer = nullptr, const SocketAddress* local = nullptr);
 
     // A completion of one of a connection's operations (slot != kShardSlot).
@@ -157,7 +159,7 @@ private:
     std::string tried_names(const Connection& conn) const;
 
     ShardContext& shard_;
-    std::function<void(ShardRoute&)> room_;
+    Room room_;
     RouteLookup route_at_;
     Directions directions_;
     ConnectionTable table_;

@@ -174,7 +174,7 @@ void Connections::move_to_route(Connection& conn, std::size_t index) {
     conn.route_counted = to->route.limit->limit() != 0;
     if (conn.route_counted)
         to->route.limit->take();
-    room_(from);
+    room_(from, {}); // its units go with it
 }
 
 void Connections::reject_inspected(Connection& conn, CloseReason reason, std::string_view who,

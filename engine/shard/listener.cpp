@@ -5,6 +5,8 @@
 
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -34,6 +36,21 @@ bool is_wildcard(const SocketAddress& a) {
 
 bool is_fd_shortage(int err) {
     return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+}
+
+std::string fd_shortage_cause(int err) {
+    switch (err) {
+    case EMFILE: {
+        rlimit lim{};
+        ::getrlimit(RLIMIT_NOFILE, &lim);
+        return fmt::format("the process's fd limit is reached (EMFILE: RLIMIT_NOFILE {})",
+                           static_cast<unsigned long long>(lim.rlim_cur));
+    }
+    case ENFILE:
+        return "the system's file table is full (ENFILE: fs.file-max)";
+    default:
+        return fmt::format("out of kernel memory ({})", std::strerror(err));
+    }
 }
 
 Listener::Listener(ShardIo& io, const Logger& log, const ListenerSetup& setup)
@@ -66,6 +83,14 @@ Listener::Listener(ShardIo& io, const Logger& log, const ListenerSetup& setup)
 }
 
 void Listener::arm() {
+    if (one_at_a_time_ && !direct_) {
+        // A client waits when the listening socket is readable (net/ipv4/
+        // inet_connection_sock.c inet_csk_listen_poll); the shard accepts it with
+        // accept_now() once it has room, so none is taken that it cannot serve.
+        io_.poll(in_flight_, tag(Op::AcceptReady), uring::FileRef::plain(fd_.get()), POLLIN);
+        armed_ = true;
+        return;
+    }
     if (direct_) {
         // One accept at a time, each with the peer's address: a multishot accept has
         // nowhere to write one per connection. The shard arms the next as soon as this
@@ -101,18 +126,45 @@ int Listener::on_accept(const uring::Completion& c, std::size_t open_connections
             // -ENFILE from an accept into the table: no slot is free
             // (io_uring/filetable.c io_file_bitmap_get).
             bump(io_.counters().direct_table_full);
-            pause_for_fd_shortage(
-                fmt::format("accept: the shard's registered file table is full ({} slots, "
-                            "[engine] direct_table_size)",
-                            io_.ring().file_table_slots())
-                    .c_str(),
-                err, open_connections);
+            pause_for_shortage(fmt::format("accept: the shard's registered file table is "
+                                           "full ({} slots, [engine] direct_table_size)",
+                                           io_.ring().file_table_slots()),
+                               open_connections);
         } else if (is_fd_shortage(err)) {
             pause_for_fd_shortage("accept", err, open_connections);
         } else
             log_.warn("accept: {}", std::strerror(err));
     }
     return -1;
+}
+
+void Listener::set_one_at_a_time(bool on) {
+    if (on == one_at_a_time_ || direct_)
+        return;
+    one_at_a_time_ = on;
+    end_accept(); // armed anew, the other way, once it has ended
+}
+
+void Listener::on_ready(const uring::Completion& c) {
+    armed_ = false;
+    cancel_pending_ = false;
+    if (stopping_)
+        fd_.reset();
+    else if (c.result < 0 && c.result != -ECANCELED)
+        log_.warn("poll of a listening socket: {}", std::strerror(-c.result));
+}
+
+int Listener::accept_now(std::size_t open_connections) {
+    int fd = ::accept4(fd_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+        int err = errno;
+        if (is_fd_shortage(err))
+            pause_for_fd_shortage("accept", err, open_connections);
+        else if (err != EAGAIN && err != EWOULDBLOCK && err != ECONNABORTED && err != EINTR)
+            log_.warn("accept: {}", std::strerror(err));
+        errno = err;
+    }
+    return fd;
 }
 
 void Listener::keep_accepting() {
@@ -128,11 +180,15 @@ void Listener::keep_accepting() {
 }
 
 void Listener::pause_for_fd_shortage(const char* what, int err, std::size_t open_connections) {
+    pause_for_shortage(fmt::format("{}: {}", what, fd_shortage_cause(err)), open_connections);
+}
+
+void Listener::pause_for_shortage(const std::string& why, std::size_t open_connections) {
     bump(io_.counters().accept_backoffs);
     if (backoff_.count() == 0) {
-        log_.warn("{}: {} with {} connections open; pausing accepts, pending clients wait "
-                  "in the backlog",
-                  what, std::strerror(err), open_connections);
+        log_.warn("{} with {} connections open; pausing accepts, pending clients wait in the "
+                  "backlog",
+                  why, open_connections);
         backoff_ = kFirstAcceptBackoff;
     } else {
         backoff_ = std::min(backoff_ * 2, kMaxAcceptBackoff);
@@ -150,14 +206,14 @@ void Listener::end_accept() {
     }
 }
 
-void Listener::hold() {
-    held_ = true;
+void Listener::hold(HoldReason reason) {
+    held_ |= reason;
     // Clients the accept still takes before the cancel lands wait in the shard.
     end_accept();
 }
 
-void Listener::release_hold() {
-    held_ = false;
+void Listener::release_hold(HoldReason reason) {
+    held_ &= ~static_cast<unsigned>(reason);
     keep_accepting();
 }
 
@@ -175,8 +231,8 @@ void Listener::on_pause_over() {
 void Listener::move_to_route(uint32_t route, uint32_t group) {
     route_ = route;
     group_ = group;
-    if (held_)
-        release_hold(); // a new route starts with room
+    if (held_ & kRouteFull)
+        release_hold(kRouteFull); // a new route starts with room (or holds it again)
 }
 
 void Listener::stop() {

@@ -37,6 +37,7 @@ enum class Op : uint8_t {
     // Listener operations (slot == kShardSlot, index = the listener's).
     Accept,
     AcceptPause, // timer: accepting paused for lack of file descriptors
+    AcceptReady, // poll: a client waits in the backlog (accepting one at a time)
     ListenerCancel,
     ListenerCloseFile, // a client accepted into a slot after stop(): closed
     // Connection operations (slot = the connection's).

@@ -105,6 +105,7 @@ void Shard::dispatch(const uring::Completion& c) {
     }
     switch (t.op) {
     case Op::Accept:
+    case Op::AcceptReady:
     case Op::AcceptPause:
     case Op::ListenerCancel:
     case Op::ListenerCloseFile: // a client accepted after stop(), closed unserved
@@ -155,6 +156,11 @@ void Shard::on_listener_op(const OpTag& t, const uring::Completion& c) {
     if (t.op == Op::Accept) {
         if (int fd = listener.on_accept(c, connections_->active()); fd >= 0)
             open_connection(listener, fd);
+        listener.keep_accepting();
+    } else if (t.op == Op::AcceptReady) {
+        listener.on_ready(c);
+        if (c.result >= 0 && !stopping_)
+            accept_waiting(listener);
         listener.keep_accepting();
     } else if (t.op == Op::AcceptPause) {
         listener.on_pause_over();
@@ -230,6 +236,8 @@ void Shard::begin_stop() {
                         ::close(fd);
                     }
                 }
+                if (client.units.fd)
+                    fd_connections_->give_back(); // the engine is stopping: none to wake
             }
             route->waiting.clear();
             route->stop_wanting();

@@ -14,6 +14,7 @@
 #include "shard/shard_doorbells.hpp"
 #include "shard/shard_io.hpp"
 #include "shard/shard_route.hpp"
+#include "support/log_throttle.hpp"
 #include "support/logger.hpp"
 #include "uring/provided_buffers.hpp"
 #include "uring/unique_fd.hpp"
@@ -38,6 +39,10 @@ struct ShardSetup {
     std::size_t shards = 1; // in the engine
     // Every shard's wake-up eventfd (this one's is doorbells->fd(index)); never null.
     std::shared_ptr<const ShardDoorbells> doorbells;
+    // The connections on plain fds the fd limit leaves room for, all shards together
+    // (platform/fd_room.hpp); never null.
+    std::shared_ptr<SharedLimit> fd_connections;
+    std::size_t max_pipes = 128; // per shard: the configured value, or fewer for the fds
     const EngineConfig* config = nullptr;
     std::shared_ptr<const RouteTable> routes;
     std::vector<ListenerSetup> listeners; // listener i has index i
@@ -113,6 +118,10 @@ public:
     SocketAddress bound_address(std::size_t listener) const { return bound_[listener]; }
     int listener_fd(std::size_t listener) const { return listener_fds_[listener]; }
     int cpu() const { return setup_.cpu; }
+    // Valid once run() reported ready: direct descriptors in use, and the connections
+    // its file table holds (shard_budget.cpp).
+    bool direct() const { return direct_; }
+    std::size_t slot_room() const { return slot_room_; }
     std::string describe() const { return description_; }
 
 private:
@@ -124,7 +133,12 @@ private:
     void after_batch();
     void dispatch(const uring::Completion& c);
     void on_listener_op(const OpTag& tag, const uring::Completion& c);
-    void open_connection(Listener& listener, int client_fd);
+    // `fd_unit_taken`: its unit of the fd limit's connections was taken before the
+    // accept (one at a time).
+    void open_connection(Listener& listener, int client_fd, bool fd_unit_taken = false);
+    // AcceptReady: clients wait in the listener's backlog; take as many as there is
+    // room for, one accept(2) each.
+    void accept_waiting(Listener& listener);
     void setup_direct_descriptors();
     // A client of `route`: opened now, or queued while the route is at its limit.
     void admit(ShardRoute& route, WaitingClient client);
@@ -142,6 +156,17 @@ private:
     // another shard may have given room back).
     void resume_all();
     void on_room(ShardRoute& route);
+    // shard_budget.cpp: the socket budget. Every client takes its units when accepted
+    // or handed over; while the fd limit's or the file table's connections are all
+    // taken, the listeners that would take more hold off (clients wait in the
+    // backlog); near the fd limit's, plain listeners accept one client at a time.
+    SocketUnits take_units(bool plain_fd, bool slot, bool fd_unit_taken = false);
+    void give_units(SocketUnits units);
+    void check_budget();
+    void resume_budget();
+    void update_accept_modes();
+    // After setup or a change of listeners: the file table's room, the backlog sizes.
+    void plan_budget();
     // This shard's state of route `index` of `table` (current or retired), or null.
     ShardRoute* shard_route_of(const RouteTable& table, std::size_t index);
     // Calls f for each listener of `route` (none once the route is retired).
@@ -191,6 +216,17 @@ private:
     std::vector<SocketAddress> bound_; // per listener, for the engine
     std::vector<int> listener_fds_;
     std::string description_;
+    // The socket budget (shard_budget.cpp).
+    SharedLimit* fd_connections_ = nullptr; // setup_.fd_connections
+    bool fds_held_ = false;                 // plain listeners hold: no fd room left
+    bool wanting_fds_ = false;              // registered at fd_connections_
+    std::size_t slot_room_ = 0;             // connections the file table holds; 0: none
+    std::size_t slots_taken_ = 0;           // units of it taken
+    bool slots_held_ = false;
+    // Plain listeners accept one at a time while the fd limit's room left is below
+    // this (connections): what their multishot accepts could take at once.
+    std::size_t one_at_a_time_below_ = 0;
+    LogThrottle budget_log_{1, std::chrono::seconds(10)};
     std::chrono::milliseconds idle_sweep_{0}; // 0: no route has an idle timeout
     bool idle_sweep_armed_ = false;
 

@@ -7,8 +7,11 @@
 
 namespace uringfwd::engine {
 
-void Shard::open_connection(Listener& listener, int client_fd) {
+void Shard::open_connection(Listener& listener, int client_fd, bool fd_unit_taken) {
     ShardRoute& route = *routes_[listener.route()];
+    // A plain fd takes a unit of the fd limit's connections, a slot (or a plain client
+    // whose upstream goes into a slot) one of the file table's.
+    SocketUnits units = take_units(!listener.direct(), /*slot=*/true, fd_unit_taken);
     if (listener.direct()) {
         bump(counters_.direct_slots);
         admit(route, {-1,
@@ -19,7 +22,8 @@ void Shard::open_connection(Listener& listener, int client_fd) {
                       group_inspectors_[listener.group()],
                       client_fd,
                       listener.accepted_peer(),
-                      listener.bound()});
+                      listener.bound(),
+                      units});
         return;
     }
     admit(route, {client_fd,
@@ -27,7 +31,11 @@ void Shard::open_connection(Listener& listener, int client_fd) {
                   {},
                   -1,
                   /*inspect=*/true,
-                  group_inspectors_[listener.group()]});
+                  group_inspectors_[listener.group()],
+                  -1,
+                  {},
+                  {},
+                  units});
 }
 
 void Shard::admit(ShardRoute& route, WaitingClient client) {
@@ -91,6 +99,7 @@ void Shard::resume_all() {
     if (stopping_)
         return;
     connections_->resume_member_waiters();
+    resume_budget();
     for (auto* routes : {&routes_, &retired_routes_})
         for (auto& route : *routes)
             if (route->held || !route->waiting.empty())
@@ -101,9 +110,9 @@ void Shard::open(ShardRoute& route, WaitingClient client, bool counted) {
     bool direct = client.slot >= 0;
     int err = connections_->open(
         direct ? uring::FileRef::direct(client.slot) : uring::FileRef::plain(client.fd),
-        client.set_no_delay, route, counted, std::move(client.preamble), client.upstream_fd,
-        client.inspect, std::move(client.listener_inspector), direct ? &client.peer : nullptr,
-        direct ? &client.local : nullptr);
+        client.set_no_delay, route, counted, client.units, std::move(client.preamble),
+        client.upstream_fd, client.inspect, std::move(client.listener_inspector),
+        direct ? &client.peer : nullptr, direct ? &client.local : nullptr);
     if (err == 0) {
         for (auto& each : listeners_)
             each->shortage_over();

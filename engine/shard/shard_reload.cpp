@@ -91,6 +91,7 @@ std::string Shard::apply(ShardChange& change) {
         listener->start();
         listeners_.push_back(std::move(listener));
     }
+    plan_budget();
     plan_idle_sweep();
     arm_idle_sweep();
     prune_retired_routes();

@@ -8,6 +8,7 @@
 #include "routing/pool_state.hpp"
 #include "routing/route_table.hpp"
 #include "shard/inspect.hpp"
+#include "shard/socket_units.hpp"
 #include "uringfwd/stats.hpp"
 
 #include <array>
@@ -34,6 +35,7 @@ struct WaitingClient {
     int slot = -1;
     SocketAddress peer{};
     SocketAddress local{};
+    SocketUnits units{}; // of the shard's socket budget, held from its accept on
 };
 
 struct ShardRoute {
