@@ -89,6 +89,7 @@ void Listener::arm() {
         // accept_now() once it has room, so none is taken that it cannot serve.
         io_.poll(in_flight_, tag(Op::AcceptReady), uring::FileRef::plain(fd_.get()), POLLIN);
         armed_ = true;
+        armed_op_ = Op::AcceptReady;
         return;
     }
     if (direct_) {
@@ -101,6 +102,7 @@ void Listener::arm() {
         io_.accept_multishot(in_flight_, tag(Op::Accept), fd_.get());
     }
     armed_ = true;
+    armed_op_ = Op::Accept;
 }
 
 int Listener::on_accept(const uring::Completion& c, std::size_t open_connections) {
@@ -201,7 +203,7 @@ void Listener::pause_for_shortage(const std::string& why, std::size_t open_conne
 
 void Listener::end_accept() {
     if (armed_ && !cancel_pending_) {
-        io_.cancel(in_flight_, tag(Op::Accept), tag(Op::ListenerCancel));
+        io_.cancel(in_flight_, tag(armed_op_), tag(Op::ListenerCancel));
         cancel_pending_ = true;
     }
 }
@@ -248,7 +250,7 @@ void Listener::stop() {
     if (fd_)
         ::shutdown(fd_.get(), SHUT_RD);
     if (armed_)
-        io_.cancel(in_flight_, tag(Op::Accept), tag(Op::ListenerCancel));
+        io_.cancel(in_flight_, tag(armed_op_), tag(Op::ListenerCancel));
     else
         fd_.reset();
     if (paused_)
@@ -264,7 +266,7 @@ void Listener::release() {
     // holder, resetting the clients queued in its backlog (see stop()). Closing our fd
     // only drops a reference; the socket and its queue stay with the other process.
     if (armed_)
-        io_.cancel(in_flight_, tag(Op::Accept), tag(Op::ListenerCancel));
+        io_.cancel(in_flight_, tag(armed_op_), tag(Op::ListenerCancel));
     else
         fd_.reset();
     if (paused_)

@@ -150,6 +150,7 @@ private:
     std::string steering_ = "kernel hash";
     InFlight in_flight_;
     bool armed_ = false;
+    Op armed_op_ = Op::Accept; // what is armed: the accept, or the poll (one at a time)
     bool paused_ = false;
     bool cancel_pending_ = false;
     bool pause_wanted_ = false; // pause once the multishot accept has ended

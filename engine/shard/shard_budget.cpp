@@ -46,6 +46,13 @@ void Shard::plan_budget() {
     // stopped: with less room than that left, each client is accepted only once its
     // unit is had.
     one_at_a_time_below_ = plain * setup_.shards * accept_queue_limit();
+    // Listeners added by a reload hold as the others do.
+    for (auto& listener : listeners_) {
+        if (fds_held_ && !listener->direct())
+            listener->hold(kFdsFull);
+        if (slots_held_)
+            listener->hold(kSlotsFull);
+    }
     update_accept_modes();
 }
 

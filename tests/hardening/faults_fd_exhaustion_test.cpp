@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 
 #include <chrono>
@@ -142,6 +143,11 @@ void all_served_in_turn(const char* direct) {
                                  : "registered file table, all its 64 slots";
     EXPECT_NE(proc.stderr_text().find(held), std::string::npos) << proc.stderr_text();
     EXPECT_TRUE(process_alive(proc.pid()));
+    // It stops at once (its listeners accept one at a time here: their polls end too).
+    proc.signal(SIGTERM);
+    const auto status = proc.wait_exit(Deadline{5s});
+    ASSERT_TRUE(status.has_value()) << "no exit after SIGTERM; stderr:\n" << proc.stderr_text();
+    EXPECT_TRUE(status->exited && status->code == 0) << status->describe();
 }
 
 TEST(FaultFdExhaustion, PlainFdsServeEveryClientInTurnUnderALowLimit) {
