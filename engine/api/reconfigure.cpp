@@ -76,6 +76,10 @@ ReloadResult Engine::Impl::reconfigure(EngineConfig next) {
     if (routes_->health)
         routes_->health->stop();
     engine::apply_limits(*table);
+    // A limit raised makes room that no connection's close announces: every shard
+    // looks at what waits.
+    for (std::size_t i = 0; i < shards_.size(); ++i)
+        doorbells_->ring(i);
     routes_ = table;
     current_.routes = next.routes;
     current_.listen = next.listen;

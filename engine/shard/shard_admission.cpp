@@ -84,6 +84,12 @@ void Shard::resume(ShardRoute& route) {
                 for_listeners_of(route, [](Listener& each) { each.release_hold(); });
             }
             route.stop_wanting();
+            // A route replaced by a reload shares its counter with the new one (same
+            // name) and this shard's bit with it: keep the bit while either waits.
+            for (auto* routes : {&routes_, &retired_routes_})
+                for (auto& other : *routes)
+                    if (other->wanting && other->route.limit == route.route.limit)
+                        other->route.limit->want(route.shard);
             return;
         }
         // Registered before the attempt above: whoever gives room back from now on
@@ -139,8 +145,12 @@ ShardRoute* Shard::shard_route_of(const RouteTable& table, std::size_t index) {
 void Shard::on_room(ShardRoute& route) {
     if (stopping_)
         return;
-    if (route.held || !route.waiting.empty())
-        resume(route);
+    // The route replaced by a reload, or the one replacing it, shares the counter: the
+    // room is theirs too (the doorbells ring only the other shards).
+    for (auto* routes : {&routes_, &retired_routes_})
+        for (auto& each : *routes)
+            if (each->route.limit == route.route.limit && (each->held || !each->waiting.empty()))
+                resume(*each);
 }
 
 } // namespace uringfwd::engine

@@ -99,9 +99,22 @@ std::string Shard::apply(ShardChange& change) {
 }
 
 void Shard::prune_retired_routes() {
-    std::erase_if(retired_routes_, [](const std::unique_ptr<ShardRoute>& route) {
-        return route->active == 0 && route->waiting.empty();
-    });
+    std::size_t pruned =
+        std::erase_if(retired_routes_, [](const std::unique_ptr<ShardRoute>& route) {
+            return route->active == 0 && route->waiting.empty();
+        });
+    if (pruned == 0)
+        return;
+    // A pruned route cleared this shard's bits at the limits it shares with the routes
+    // that replaced it (same names): set them again for those that still wait.
+    for (auto* routes : {&routes_, &retired_routes_})
+        for (auto& route : *routes) {
+            if (route->wanting)
+                route->route.limit->want(route->shard);
+            if (route->wanting_members)
+                for (const MemberRoute& m : route->route.members)
+                    m.limit->want(route->shard);
+        }
 }
 
 void Shard::plan_idle_sweep() {

@@ -223,6 +223,28 @@ TEST_P(EngineWideLimit, MemberLimitHoldsExactlyThatManyAndTheRestWait) {
     EXPECT_EQ(proxy.stats().closed_no_upstream, 0u) << proxy.stats().to_line();
 }
 
+// A reload keeps the count of a route of the same name: the connections opened before
+// it still count against the new value (a fresh count would let max_connections more in
+// at every SIGHUP or DNS refresh).
+TEST_P(EngineWideLimit, AReloadKeepsCountingTheOpenConnections) {
+    NamedServer a{'a'};
+    ProxyUnderTest proxy{{route({member(a.endpoint())}, 2)}, two_shards(GetParam())};
+    constexpr int kClients = 5;
+    Clients clients{GetParam(), proxy.endpoint(), kClients};
+    EXPECT_EQ(clients.served_settled(2), 2u);
+    EngineConfig next = proxy.config();
+    next.routes[0].listen = proxy.engine().listen_endpoints("web"); // the same port
+    next.routes[0].max_connections = 3;
+    const ReloadResult result = proxy.engine().reconfigure(next);
+    ASSERT_TRUE(result.applied) << (result.errors.empty() ? "" : result.errors.front());
+    // Room for one more, not three.
+    EXPECT_EQ(clients.served_settled(3), 3u) << proxy.stats().to_line();
+    EXPECT_EQ(a.open_connections(), 3u);
+    ASSERT_TRUE(clients.close_one_served());
+    EXPECT_EQ(clients.served_settled(4, 100ms), 4u);
+    EXPECT_EQ(clients.ended_unserved(), 0u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Steering, EngineWideLimit,
                          ::testing::Values(Steering::OneCpu, Steering::BothCpus,
                                            Steering::KernelHash),
