@@ -63,6 +63,7 @@ Listener::Listener(ShardIo& io, const Logger& log, const ListenerSetup& setup)
         fd_ = open_listener(setup.address, /*reuse_port=*/true, kListenBacklog);
     }
     bound_ = local_address(fd_.get());
+    nonblocking_ = (::fcntl(fd_.get(), F_GETFL) & O_NONBLOCK) != 0;
     socket_inode_ = engine::socket_inode(fd_.get());
     direct_ = setup.direct && !is_wildcard(bound_);
     // Steering (docs/kernel.md §9): see set_incoming_cpu() and attach_cpu_steering().
@@ -141,7 +142,10 @@ int Listener::on_accept(const uring::Completion& c, std::size_t open_connections
 }
 
 void Listener::set_one_at_a_time(bool on) {
-    if (on == one_at_a_time_ || direct_)
+    // accept(2) on a blocking socket would block the shard when another shard (or
+    // process) took the client first, and a socket passed in is not ours to change
+    // (config.hpp, inherited_listeners): such a listener keeps its multishot accept.
+    if (on == one_at_a_time_ || direct_ || !nonblocking_)
         return;
     one_at_a_time_ = on;
     end_accept(); // armed anew, the other way, once it has ended

@@ -84,7 +84,8 @@ public:
 
     // Accept one client at a time: a poll for a waiting client, then accept(2) once
     // the shard has room for it (accept_now()), instead of a multishot accept. Switched
-    // at the next arming. Direct listeners always take one at a time.
+    // at the next arming. Direct listeners always take one at a time; a blocking socket
+    // (one passed in that way) keeps its multishot accept.
     void set_one_at_a_time(bool on);
     bool one_at_a_time() const { return one_at_a_time_; }
     // One at a time, and neither held, paused nor stopped: accept_now() may be called.
@@ -156,6 +157,7 @@ private:
     bool pause_wanted_ = false; // pause once the multishot accept has ended
     unsigned held_ = 0;         // HoldReason bits
     bool one_at_a_time_ = false;
+    bool nonblocking_ = true; // O_NONBLOCK: not so for some sockets passed in
     bool stopping_ = false;
     bool released_ = false; // stopped by release(): clients still accepted are served
     std::chrono::milliseconds backoff_{0};

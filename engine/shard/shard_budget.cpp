@@ -147,14 +147,17 @@ void Shard::update_accept_modes() {
     const std::size_t limit = fd_connections_->limit();
     const std::size_t used = fd_connections_->used();
     const std::size_t left = used < limit ? limit - used : 0;
+    const std::size_t below = one_at_a_time_below_;
+    // Back to the multishot accept only well above the threshold, so that a shard near
+    // it does not switch at every connection: twice it, or halfway to the whole room
+    // when that is less (a room below twice the threshold would never get back).
+    const std::size_t back = limit > below ? std::min(2 * below, below + (limit - below) / 2) : 0;
     for (auto& listener : listeners_) {
         if (listener->direct() || listener->stopped())
             continue;
-        // Back to the multishot accept only with twice the room, so that a shard near
-        // the threshold does not switch at every connection.
-        if (left < one_at_a_time_below_)
+        if (left < below)
             listener->set_one_at_a_time(true);
-        else if (left >= 2 * one_at_a_time_below_)
+        else if (left >= back)
             listener->set_one_at_a_time(false);
     }
 }
