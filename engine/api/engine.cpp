@@ -18,6 +18,7 @@
 #include <fstream>
 #include <future>
 #include <map>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -34,14 +35,14 @@ void Engine::Impl::launch() {
     check_copy_buffers();
     std::vector<int> cpus;
     try {
-        auto table = engine::build_route_table(config_);
+        cpus = engine::choose_shard_cpus(engine::allowed_cpus(), config_.cpus, config_.shards);
+        auto table = engine::build_route_table(config_, cpus.size());
         engine::start_health_checks(*table, log_);
         routes_ = table;
         current_ = config_;
         names_ = std::make_unique<engine::NameRefresher>([this] { refresh_names(); },
                                                          log_.with_prefix("resolve"));
         names_->follow(routes_);
-        cpus = engine::choose_shard_cpus(engine::allowed_cpus(), config_.cpus, config_.shards);
     } catch (const std::exception& e) {
         throw StartError(e.what());
     }
@@ -70,10 +71,19 @@ void Engine::Impl::launch() {
                       "SO_INCOMING_CPU and the kernel's reuseport hash only",
                       format_cpu_list(cpus));
     }
+    try {
+        doorbells_ = std::make_shared<engine::ShardDoorbells>(cpus.size());
+    } catch (const std::exception& e) {
+        throw StartError(e.what());
+    }
+    plan_fd_room(cpus.size());
     for (std::size_t i = 0; i < cpus.size(); ++i) {
         engine::ShardSetup setup;
         setup.index = static_cast<int>(i);
         setup.shards = cpus.size();
+        setup.doorbells = doorbells_;
+        setup.fd_connections = fd_connections_;
+        setup.max_pipes = room_.pipes_per_shard;
         setup.config = &config_;
         setup.routes = routes_;
         setup.cpu = cpus[i];
@@ -81,10 +91,14 @@ void Engine::Impl::launch() {
         for (std::size_t l = 0; l < listeners_.size(); ++l)
             setup.listeners.push_back(listener_setup(i, l, cpus[i], steering_base));
         launch_shard(std::move(setup));
-        if (i == 0) // port 0 is resolved by the first bind; the others join that port
+        if (i == 0) { // port 0 is resolved by the first bind; the others join that port
             for (std::size_t l = 0; l < listeners_.size(); ++l)
                 listeners_[l].address = shards_[0]->bound_address(l);
+            room_.direct = shards_[0]->direct();
+            room_.connections_per_shard = shards_[0]->slot_room();
+        }
     }
+    warn_about_fd_room();
 }
 
 engine::ListenerSetup Engine::Impl::listener_setup(std::size_t shard, std::size_t l, int cpu,
@@ -218,9 +232,12 @@ std::vector<RouteStats> Engine::Impl::route_stats() const {
             out.push_back(std::move(r));
         }
     }
+    std::set<uint64_t> queues_counted; // shards are asked one after the other
     for (const auto& shard : shards_) {
         engine::Shard* s = shard.get();
-        std::function<void()> collect = [s, &out] { s->add_route_stats(out); };
+        std::function<void()> collect = [s, &out, &queues_counted] {
+            s->add_route_stats(out, queues_counted);
+        };
         if (!s->call(collect))
             return {};
     }
@@ -352,6 +369,9 @@ std::vector<Endpoint> Engine::listen_endpoints(std::string_view route) const {
 }
 std::string Engine::describe() const {
     return impl_->describe();
+}
+ConnectionRoom Engine::connection_room() const {
+    return impl_->connection_room();
 }
 void Engine::stop(std::optional<std::chrono::milliseconds> drain) {
     impl_->stop(drain);

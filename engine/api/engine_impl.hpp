@@ -49,6 +49,7 @@ public:
     std::vector<Endpoint> listen_endpoints(std::string_view route) const;
 
     std::string describe() const;
+    ConnectionRoom connection_room() const { return room_; }
     // "listening on A, forwarding to B; ..." per route; plan_mu_ held.
     std::string describe_routes() const;
 
@@ -79,6 +80,10 @@ public:
 
 private:
     void launch_shard(engine::ShardSetup setup);
+    // fd_budget.cpp: works out room_ and fd_connections_ (throws StartError when there
+    // is no room at all); warns when the room is small.
+    void plan_fd_room(std::size_t shards);
+    void warn_about_fd_room();
 
     // The io-wq workers of the ring(s) a thread submits to are named
     // "iou-wrk-<submitter tid>" (io_uring/io-wq.c create_io_worker).
@@ -110,6 +115,11 @@ private:
     EngineConfig config_;
     engine::Logger log_;
     NumaTopology topology_;
+    // Every shard's wake-up eventfd, made before the first shard starts.
+    std::shared_ptr<const engine::ShardDoorbells> doorbells_;
+    ConnectionRoom room_;
+    // The connections on plain fds room_ allows, counted by every shard.
+    std::shared_ptr<engine::SharedLimit> fd_connections_;
     std::vector<std::unique_ptr<engine::Shard>> shards_;
     std::vector<std::thread> threads_;
     std::shared_ptr<const engine::RouteTable> routes_;

@@ -52,7 +52,7 @@ ReloadResult Engine::Impl::reconfigure(EngineConfig next) {
     ReloadResult result;
     std::shared_ptr<engine::RouteTable> table;
     try {
-        table = engine::build_route_table(next);
+        table = engine::build_route_table(next, shards_.size(), routes_.get());
     } catch (const std::exception& e) {
         result.errors.push_back(e.what());
         return result;
@@ -77,6 +77,11 @@ ReloadResult Engine::Impl::reconfigure(EngineConfig next) {
     // but it checks no more.
     if (routes_->health)
         routes_->health->stop();
+    engine::apply_limits(*table);
+    // A limit raised makes room that no connection's close announces: every shard
+    // looks at what waits.
+    for (std::size_t i = 0; i < shards_.size(); ++i)
+        doorbells_->ring(i);
     routes_ = table;
     current_.routes = next.routes;
     current_.listen = next.listen;

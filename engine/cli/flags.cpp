@@ -226,7 +226,7 @@ void add_flags(CLI::App& app, Flags& flags) {
                  "(30s, 10m, 1h); 0 = never",
                  kIdleTimeout);
     app.add_option("--max-connections", flags.max_connections,
-                   "open connections at most (split among shards); more clients wait in the "
+                   "open connections at most, all shards together; more clients wait in the "
                    "listen backlog; 0 = no limit")
         ->default_str("0");
     app.add_flag("--accept-proxy", flags.accept_proxy,

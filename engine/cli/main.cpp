@@ -184,7 +184,7 @@ int main(int argc, char** argv) {
     sigaddset(&signals, upgrade_signal());
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-    rlim_t fd_limit = raise_fd_limit();
+    raise_fd_limit(); // the engine works out its room from the raised limit
 
     // Started before the engine (it is the engine's observer) and after the signal mask,
     // which its writer thread inherits.
@@ -266,26 +266,23 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "uring-fwd: metrics at http://%s/metrics\n",
                      metrics_address(*operations.metrics, metrics->port()).c_str());
     }
-    // Each connection takes two fds, each pipe two; keep a few for the rest.
-    long pipe_fds = static_cast<long>(config.max_pipes) * 2;
-    long room = (static_cast<long>(fd_limit) - pipe_fds - 16) / 2;
-    std::string description = engine->describe();
-    if (description.find(" direct-descriptors=") != std::string::npos) {
-        // Sockets live in each shard's file table (as large as the fd limit, at most
-        // 131072, unless direct_table_size says otherwise), not in the process's fd
-        // table: the limit is per shard, and only pipes and listeners take fds.
-        long slots = config.direct_table_size != 0 ? static_cast<long>(config.direct_table_size)
-                                                   : std::min(static_cast<long>(fd_limit), 131072L);
+    // The room the engine worked out from the fd limit (or the file tables), which it
+    // enforces: clients beyond it wait in the listen backlog.
+    const uringfwd::ConnectionRoom room = engine->connection_room();
+    const std::string description = engine->describe();
+    if (room.direct)
         std::fprintf(stderr,
-                     "uring-fwd %s: %s; fd limit %llu (direct descriptors: room for about %ld "
+                     "uring-fwd %s: %s; fd limit %llu (direct descriptors: room for %zu "
                      "connections per shard)\n",
                      std::string(uringfwd::version()).c_str(), description.c_str(),
-                     static_cast<unsigned long long>(fd_limit), slots / 2);
-    } else {
-        std::fprintf(stderr, "uring-fwd %s: %s; fd limit %llu (room for about %ld connections)\n",
+                     static_cast<unsigned long long>(room.fd_limit), room.connections_per_shard);
+    else
+        std::fprintf(stderr,
+                     "uring-fwd %s: %s; fd limit %llu (room for %zu connections; pipes per "
+                     "shard: %zu)\n",
                      std::string(uringfwd::version()).c_str(), description.c_str(),
-                     static_cast<unsigned long long>(fd_limit), room > 0 ? room : 0);
-    }
+                     static_cast<unsigned long long>(room.fd_limit), room.connections,
+                     room.pipes_per_shard);
 
     // Every shard accepts now (Engine::start returns then). Under systemd an upgraded
     // process becomes the main one before the old one lets go.

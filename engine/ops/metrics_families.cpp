@@ -111,7 +111,8 @@ void add_route_families(const std::vector<RouteStats>& routes, std::vector<Metri
         family("uringfwd_route_connections_active", "connections open now", MetricType::Gauge);
     MetricFamily waiting =
         family("uringfwd_route_connections_waiting",
-               "clients accepted at the route's limit, not yet let in", MetricType::Gauge);
+               "clients waiting at the route's limit, in the listen backlog or accepted",
+               MetricType::Gauge);
     MetricFamily closed = family("uringfwd_route_connections_closed_total",
                                  "connections closed, by reason", MetricType::Counter);
     MetricFamily bytes =

@@ -1,7 +1,5 @@
 #include "routing/pool_state.hpp"
 
-#include "routing/shard_limit.hpp"
-
 #include <algorithm>
 #include <stdexcept>
 
@@ -35,16 +33,24 @@ bool equally_loaded(const PoolState::Member& a, const PoolState::Member& b) {
 } // namespace
 
 PoolState::PoolState(const UpstreamPool& pool, std::span<const std::string> keys,
-                     std::size_t shards)
+                     std::span<SharedLimit* const> limits)
     : policy_(pool.balance), passive_config_(pool.passive), wrr_(pool.members.size()) {
+    if (!limits.empty() && limits.size() != pool.members.size())
+        throw std::invalid_argument("pool: one limit per member is needed");
     members_.reserve(pool.members.size());
-    for (const UpstreamMember& m : pool.members) {
+    for (std::size_t i = 0; i < pool.members.size(); ++i) {
+        const UpstreamMember& m = pool.members[i];
         Member state;
         // The configuration allows 1..1000; 0 would stall round-robin and make every
         // member look equally loaded to least-active.
         state.weight = std::max(1u, m.weight);
         state.backup = m.backup;
-        state.max_active = per_shard_limit(m.max_connections, shards);
+        if (limits.empty()) {
+            own_limits_.push_back(std::make_unique<SharedLimit>(m.max_connections, 1));
+            state.limit = own_limits_.back().get();
+        } else {
+            state.limit = limits[i];
+        }
         members_.push_back(state);
     }
     if (policy_ == BalancePolicy::Maglev) {
@@ -55,14 +61,24 @@ PoolState::PoolState(const UpstreamPool& pool, std::span<const std::string> keys
     }
 }
 
-void PoolState::closed(std::size_t m) {
+SharedLimit::Taken PoolState::opened(std::size_t m) {
+    SharedLimit::Taken taken = members_[m].limit->try_take();
+    if (taken != SharedLimit::Taken::No)
+        ++members_[m].active;
+    return taken;
+}
+
+void PoolState::closed(std::size_t m, SharedLimit::Taken taken) {
+    if (taken == SharedLimit::Taken::No)
+        return;
     if (members_[m].active > 0)
         --members_[m].active;
+    if (taken == SharedLimit::Taken::Counted)
+        members_[m].limit->give_back();
 }
 
 bool PoolState::full(std::size_t m) const {
-    const Member& member = members_[m];
-    return member.max_active != 0 && member.active >= member.max_active;
+    return members_[m].limit->full();
 }
 
 bool PoolState::up(std::size_t m, Clock::time_point now) const {
@@ -83,12 +99,28 @@ bool PoolState::set_checked_up(std::size_t m, bool up) {
     return changed;
 }
 
+bool PoolState::backups_only(const TriedSet& tried, Clock::time_point now) const {
+    // A primary this connection has tried (it refused or timed out) is no primary left
+    // for it, though it still counts as up: passive health marks it down only on its
+    // `fall`-th failure and the checker on its next check. So its retry may go to a
+    // backup at once rather than resetting the client (issue 20).
+    for (std::size_t i = 0; i < members_.size(); ++i)
+        if (!members_[i].backup && up(i, now) && !tried.contains(i))
+            return false;
+    return true;
+}
+
+bool PoolState::only_full_left(const TriedSet& tried, Clock::time_point now) const {
+    const bool backups = backups_only(tried, now);
+    for (std::size_t i = 0; i < members_.size(); ++i)
+        if (members_[i].backup == backups && up(i, now) && !tried.contains(i) && full(i))
+            return true;
+    return false;
+}
+
 std::optional<std::size_t> PoolState::choose(uint64_t client_hash, const TriedSet& tried,
                                              Clock::time_point now) {
-    bool primary_up = false;
-    for (std::size_t i = 0; i < members_.size() && !primary_up; ++i)
-        primary_up = !members_[i].backup && up(i, now);
-    const bool backups = !primary_up;
+    const bool backups = backups_only(tried, now);
     const auto candidate = [&](std::size_t i) {
         return members_[i].backup == backups && up(i, now) && !full(i) && !tried.contains(i);
     };

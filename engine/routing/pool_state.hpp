@@ -1,11 +1,13 @@
 // One shard's view of an upstream pool: which member the next connection goes to, and
-// what that choice depends on (open connections, limits, health). Shards share
-// nothing, so each holds its own PoolState, counts its own connections and enforces its
-// own part of every limit (route.hpp). Pure logic: no sockets, time passed in.
+// what that choice depends on (open connections, limits, health). Each shard holds its
+// own PoolState and counts its own connections (least-active balances by them); a
+// member's max_connections is the engine's, counted by every shard in one SharedLimit
+// on the admission path. Pure logic: no sockets, time passed in.
 #pragma once
 
 #include "routing/maglev.hpp"
 #include "routing/passive_health.hpp"
+#include "routing/shared_limit.hpp"
 #include "routing/smooth_wrr.hpp"
 #include "routing/tried_set.hpp"
 #include "uringfwd/route.hpp"
@@ -13,6 +15,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -27,18 +30,20 @@ public:
     struct Member {
         unsigned weight = 1; // the configured weight, at least 1
         bool backup = false;
-        std::size_t max_active = 0; // this shard's part of max_connections; 0: no limit
-        std::size_t active = 0;     // this shard's connections to it, connecting included
-        bool checked_up = true;     // the active health checker's last verdict
+        SharedLimit* limit = nullptr; // its max_connections, counted by every shard
+        std::size_t active = 0;       // this shard's connections to it, connecting included
+        bool checked_up = true;       // the active health checker's last verdict
         PassiveHealthState passive;
     };
 
     // `keys`: one per member, in the pool's order, naming it to every engine (its
     // address as text, e.g. Endpoint::to_string()); Maglev builds its tables from them,
-    // the other policies ignore them and accept an empty span. `shards`: how many shards
-    // split the limits (0 counts as 1). Throws std::invalid_argument when Maglev has not
-    // one key per member.
-    PoolState(const UpstreamPool& pool, std::span<const std::string> keys, std::size_t shards);
+    // the other policies ignore them and accept an empty span. `limits`: each member's
+    // engine-wide counter (MemberRoute::limit), in the pool's order; empty: counters of
+    // its own, for this PoolState alone. Throws std::invalid_argument when Maglev has not
+    // one key per member, or `limits` is neither empty nor one per member.
+    PoolState(const UpstreamPool& pool, std::span<const std::string> keys,
+              std::span<SharedLimit* const> limits = {});
 
     std::size_t size() const { return members_.size(); }
     BalancePolicy policy() const { return policy_; }
@@ -47,18 +52,28 @@ public:
     // The member for a new connection attempt, by the pool's policy, among the
     // candidates: members up at `now`, not full, and not in `tried` (the members this
     // connection already tried). Backup members are candidates only while no primary
-    // member is up; while one is, the answer is a primary or nothing, even if every
-    // primary is full or tried. `client_hash` (hash_client_address()) matters to Maglev
-    // only. nullopt: no candidate. Allocates nothing.
+    // member is up and untried; while one is, the answer is a primary or nothing, even
+    // if every such primary is full (a full primary holds the backups back, as a full
+    // server in HAProxy queues rather than spilling over to its backups). `client_hash`
+    // (hash_client_address()) matters to Maglev only. nullopt: no candidate. Allocates
+    // nothing.
     std::optional<std::size_t> choose(uint64_t client_hash, const TriedSet& tried,
                                       Clock::time_point now);
 
     // A connection to `m` begins (call when its connect is submitted, so that connects
-    // in flight count towards full() and least-active) and ends (its connect failed or
-    // it closed).
-    void opened(std::size_t m) { ++members_[m].active; }
-    void closed(std::size_t m);
+    // in flight count towards full() and least-active): it takes a unit of m's limit,
+    // and nothing is counted when there is no room left (Taken::No: another shard took
+    // it since choose()). It ends (its connect failed or it closed): closed() with what
+    // opened() answered; a unit taken is given back, and the caller wakes the shards
+    // that want room at m's limit (ShardDoorbells).
+    SharedLimit::Taken opened(std::size_t m);
+    void closed(std::size_t m, SharedLimit::Taken taken);
     bool full(std::size_t m) const;
+    SharedLimit& limit(std::size_t m) const { return *members_[m].limit; }
+
+    // After choose() found nothing: whether a member would have been chosen but for
+    // being full (a client may wait for it, as HAProxy queues for a full server).
+    bool only_full_left(const TriedSet& tried, Clock::time_point now) const;
 
     // Passive health (PassiveHealthState): the outcome of a connect to `m`. Each returns
     // true when it changes whether `m` is marked down, the moment to log it: failed, on
@@ -76,6 +91,10 @@ public:
     bool up(std::size_t m, Clock::time_point now) const;
 
 private:
+    // Whether choose() takes backups now: no primary is up and untried.
+    bool backups_only(const TriedSet& tried, Clock::time_point now) const;
+
+    std::vector<std::unique_ptr<SharedLimit>> own_limits_; // when none were given
     BalancePolicy policy_;
     PassiveHealth passive_config_;
     std::vector<Member> members_;

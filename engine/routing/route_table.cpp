@@ -73,9 +73,38 @@ void group_listeners(RouteTable& table) {
     }
 }
 
+// The counter of a limit: the previous table's for the same route (or member), so the
+// connections it counts go on counting (its value changes once the table is in use:
+// apply_limits()), or a new one.
+std::shared_ptr<SharedLimit> limit_for(const std::shared_ptr<SharedLimit>* kept, std::size_t limit,
+                                       std::size_t shards) {
+    if (kept == nullptr || !*kept)
+        return std::make_shared<SharedLimit>(limit, shards);
+    return *kept;
+}
+
+const Route* route_named(const RouteTable* table, const std::string& name) {
+    if (table == nullptr)
+        return nullptr;
+    for (const Route& route : table->routes)
+        if (route.name == name)
+            return &route;
+    return nullptr;
+}
+
+const MemberRoute* member_named(const Route* route, const std::string& name) {
+    if (route == nullptr)
+        return nullptr;
+    for (const MemberRoute& member : route->members)
+        if (member.name == name)
+            return &member;
+    return nullptr;
+}
+
 } // namespace
 
-std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config) {
+std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config, std::size_t shards,
+                                              const RouteTable* previous) {
     auto table = std::make_shared<RouteTable>();
     for (const RouteConfig& rc : effective_routes(config)) {
         if (rc.listen.empty())
@@ -124,6 +153,8 @@ std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config) {
             }
             route.listen.push_back(listen);
         }
+        const Route* before = route_named(previous, rc.name);
+        route.limit = limit_for(before ? &before->limit : nullptr, rc.max_connections, shards);
         for (const UpstreamMember& m : rc.pool.members) {
             std::string label = m.name.empty() ? m.address.to_string() : m.name;
             // One series per label in the metrics (RouteStats): two alike would be two
@@ -136,10 +167,13 @@ std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config) {
                                        : ""));
             try {
                 route.members.push_back({resolve_upstream(m.address), std::move(label), -1,
-                                         m.send_proxy.value_or(rc.send_proxy)});
+                                         m.send_proxy.value_or(rc.send_proxy), nullptr});
             } catch (const std::exception& e) {
                 throw std::runtime_error(fmt::format("route \"{}\": {}", rc.name, e.what()));
             }
+            MemberRoute& added = route.members.back();
+            const MemberRoute* kept = member_named(before, added.name);
+            added.limit = limit_for(kept ? &kept->limit : nullptr, m.max_connections, shards);
         }
         table->routes.push_back(std::move(route));
     }
@@ -160,6 +194,14 @@ ListenSocketOptions listen_options(const UnixSocketAccess& access) {
     if (!access.group.empty())
         out.group = lookup_group(access.group);
     return out;
+}
+
+void apply_limits(const RouteTable& table) {
+    for (const Route& route : table.routes) {
+        route.limit->set_limit(route.max_connections);
+        for (std::size_t m = 0; m < route.members.size(); ++m)
+            route.members[m].limit->set_limit(route.pool.members[m].max_connections);
+    }
 }
 
 void start_health_checks(RouteTable& table, const Logger& log) {

@@ -7,6 +7,7 @@
 #include "net/cidr.hpp"
 #include "net/socket_address.hpp"
 #include "net/sockets.hpp"
+#include "routing/shared_limit.hpp"
 #include "routing/sni_router.hpp"
 #include "support/logger.hpp"
 #include "uringfwd/config.hpp"
@@ -23,6 +24,8 @@ struct MemberRoute {
                             // metrics, the Maglev key; unique within the route
     int health_target = -1; // its HealthChecker target, -1 when its pool has no check
     ProxyVersion send_proxy = ProxyVersion::Off; // its own, or the route's
+    // Its max_connections, counted by every shard (never null).
+    std::shared_ptr<SharedLimit> limit;
 };
 
 // A listen address of a route, resolved, with how its socket is set up (user and
@@ -38,6 +41,9 @@ struct Route {
     std::vector<MemberRoute> members; // in configuration order, as pool.members
     UpstreamPool pool;                // the configuration (policy, timeouts, health)
     std::size_t max_connections = 0;  // engine-wide, as configured
+    // max_connections, counted by every shard (never null); kept across reloads for a
+    // route of the same name, so connections opened before one still count.
+    std::shared_ptr<SharedLimit> limit;
     std::chrono::milliseconds idle_timeout{0};
     UpstreamSelector selector; // empty: the pool's policy alone
     std::vector<std::string> server_names;
@@ -77,8 +83,16 @@ struct RouteTable {
 // (getaddrinfo: may block, so never on a shard) and every user and group of a Unix
 // listener (NSS). Throws std::runtime_error with a one-line message naming the route
 // and address that failed, or the first ambiguity of routes sharing an address
-// (SniRouter::problems(), or socket options that differ).
-std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config);
+// (SniRouter::problems(), or socket options that differ). `shards`: how many shards
+// count the limits. `previous`: the table being replaced, whose limits a route of the
+// same name (and its members of the same name) keep; their values change only with
+// apply_limits(), once the new table is in use.
+std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config, std::size_t shards,
+                                              const RouteTable* previous = nullptr);
+
+// Gives every limit of `table` its configured value (after a reload has been applied:
+// kept counters still have the old one).
+void apply_limits(const RouteTable& table);
 
 // Creates and starts the table's health checker when a pool asks for checks.
 // Throws std::runtime_error when its ring cannot be set up.

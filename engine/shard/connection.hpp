@@ -4,12 +4,14 @@
 #pragma once
 
 #include "net/socket_address.hpp"
+#include "routing/shared_limit.hpp"
 #include "routing/tried_set.hpp"
 #include "shard/conn_socket.hpp"
 #include "shard/direction_state.hpp"
 #include "shard/inspect.hpp"
 #include "shard/op_tag.hpp"
 #include "shard/shard_io.hpp"
+#include "shard/socket_units.hpp"
 #include "uring/unique_fd.hpp"
 #include "uringfwd/close_reason.hpp"
 #include "uringfwd/endpoint.hpp"
@@ -45,6 +47,8 @@ struct Connection {
     // Routing: the route it came in on, the pool member it is (being) connected to,
     // and the members tried so far.
     ShardRoute* route = nullptr; // lives at least as long as its connections
+    bool route_counted = false;  // holds a unit of route->route.limit (SharedLimit)
+    SocketUnits units;           // of the shard's socket budget (socket_units.hpp)
     int member = -1;
     int preferred = -1;      // the selector's member, tried first
     bool has_chosen = false; // the selector chose an address outside the pool
@@ -55,7 +59,10 @@ struct Connection {
     const SocketAddress* connect_target = nullptr;
     std::string connect_name;
     std::chrono::milliseconds connect_limit{0};
-    bool member_counted = false; // counted among the member's connections (PoolState)
+    // Counted among the member's connections (PoolState::opened): No when not (yet).
+    SharedLimit::Taken member_taken = SharedLimit::Taken::No;
+    // Waiting for a member with room (member_wait.cpp), its MemberWait timer armed.
+    bool waiting_member = false;
     TriedSet tried;
     uint64_t client_hash = 0;                        // of the client's address, for Maglev
     CloseReason last_failure = CloseReason::Refused; // of the last connect attempt

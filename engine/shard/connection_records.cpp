@@ -4,6 +4,22 @@
 
 namespace uringfwd::engine {
 
+namespace {
+
+// Where a connection that never reached an upstream was going: the member (or the
+// selector's address) its last connect went to, whose refusal or timeout its reason
+// and error tell; empty when none was chosen (rejected while inspecting, no member up).
+Endpoint last_attempt(const Connection& conn) {
+    if (conn.member >= 0)
+        return to_endpoint(
+            conn.route->route.members[static_cast<std::size_t>(conn.member)].address);
+    if (conn.has_chosen)
+        return to_endpoint(conn.chosen);
+    return {};
+}
+
+} // namespace
+
 void Connections::report_close(const Connection& conn) {
     using std::chrono::duration_cast;
     using std::chrono::microseconds;
@@ -11,7 +27,7 @@ void Connections::report_close(const Connection& conn) {
     record.info = {conn.id, shard_.shard_index, conn.route->route.name, conn.client_address,
                    conn.local_address};
     bool connected = conn.connected_at.time_since_epoch().count() != 0;
-    record.upstream = conn.upstream_address;
+    record.upstream = connected ? conn.upstream_address : last_attempt(conn);
     record.bytes_to_upstream = conn.bytes[static_cast<int>(Side::ToUpstream)];
     record.bytes_to_client = conn.bytes[static_cast<int>(Side::ToClient)];
     if (connected)

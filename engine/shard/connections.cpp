@@ -3,6 +3,7 @@
 #include "net/sockets.hpp"
 #include "routing/hash.hpp"
 #include "routing/name_refresher.hpp"
+#include "shard/listener.hpp"
 
 #include <sys/socket.h>
 
@@ -33,7 +34,8 @@ Endpoint upstream_endpoint(const Connection& conn) {
 } // namespace
 
 int Connections::open(uring::FileRef client, bool set_client_no_delay, ShardRoute& r,
-                      std::vector<std::byte> preamble, int upstream_fd, bool inspect,
+                      bool route_counted, SocketUnits units, std::vector<std::byte> preamble,
+                      int upstream_fd, bool inspect,
                       std::shared_ptr<const Inspector> listener_inspector,
                       const SocketAddress* peer, const SocketAddress* local) {
     Connection& conn = table_.allocate();
@@ -47,6 +49,8 @@ int Connections::open(uring::FileRef client, bool set_client_no_delay, ShardRout
         conn.socket_local = *local;
     }
     conn.route = &r;
+    conn.route_counted = route_counted;
+    conn.units = units;
     conn.opened_at = conn.last_active = shard_.now;
     conn.id = static_cast<uint64_t>(shard_.shard_index) << 48 | (++opened_ & 0xffffffffffffu);
     conn.preamble = std::move(preamble);
@@ -125,11 +129,21 @@ int Connections::follow_selection(Connection& conn, const Selection& selection) 
 int Connections::connect_next(Connection& conn) {
     ShardRoute& r = *conn.route;
     r.refresh_health();
-    std::optional<std::size_t> member;
-    if (conn.preferred >= 0 && conn.tried.empty())
-        member = static_cast<std::size_t>(conn.preferred); // the selector's choice
-    else
-        member = r.pool.choose(conn.client_hash, conn.tried, shard_.now);
+    std::optional<PickedMember> member = pick_member(conn);
+    if (!member && r.pool.only_full_left(conn.tried, shard_.now) &&
+        shard_.now < conn.connect_deadline) {
+        // Every member it may go to is at its max_connections: it waits for one, as
+        // HAProxy queues for a full server (member_wait.cpp). Registered first, then
+        // one more look: room given back before the registration rang nobody.
+        r.want_member_room();
+        member = pick_member(conn);
+        if (!member) {
+            wait_for_member(conn);
+            return 0;
+        }
+        if (r.member_waiting == 0)
+            r.stop_wanting_member_room();
+    }
     if (!member) {
         if (conn.tried.empty()) {
             if (upstream_failure_log_.allow(LogThrottle::Clock::now()))
@@ -142,18 +156,58 @@ int Connections::connect_next(Connection& conn) {
         }
         return 0;
     }
-    const MemberRoute& target = r.route.members[*member];
-    conn.member = static_cast<int>(*member);
-    conn.tried.add(*member);
+    return connect_member(conn, *member);
+}
+
+std::optional<Connections::PickedMember> Connections::pick_member(Connection& conn) {
+    ShardRoute& r = *conn.route;
     // Counted from now: connects in flight count towards the member's limit and
     // least-active, or a burst of clients would all pick the same member.
-    r.pool.opened(*member);
-    conn.member_counted = true;
+    if (conn.preferred >= 0 && conn.tried.empty()) { // the selector's choice, unless full
+        auto m = static_cast<std::size_t>(conn.preferred);
+        if (SharedLimit::Taken taken = r.pool.opened(m); taken != SharedLimit::Taken::No)
+            return PickedMember{m, taken};
+    }
+    // Another shard may take a member's last unit between choose() and opened(); it is
+    // full then, and the next choose() passes it over.
+    for (std::size_t attempt = 0; attempt <= r.route.members.size(); ++attempt) {
+        std::optional<std::size_t> m = r.pool.choose(conn.client_hash, conn.tried, shard_.now);
+        if (!m)
+            return std::nullopt;
+        if (SharedLimit::Taken taken = r.pool.opened(*m); taken != SharedLimit::Taken::No)
+            return PickedMember{*m, taken};
+    }
+    return std::nullopt;
+}
+
+int Connections::connect_member(Connection& conn, PickedMember picked) {
+    ShardRoute& r = *conn.route;
+    const MemberRoute& target = r.route.members[picked.member];
+    conn.member = static_cast<int>(picked.member);
+    conn.tried.add(picked.member);
+    conn.member_taken = picked.taken;
     // Each attempt gets the pool's connect timeout, cut to what is left of the deadline.
     auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(conn.connect_deadline - shard_.now);
     auto limit = std::clamp(left, std::chrono::milliseconds{1}, r.route.pool.connect_timeout);
     return connect_to(conn, target.address, target.name, limit);
+}
+
+void Connections::release_member(Connection& conn) {
+    if (conn.member_taken == SharedLimit::Taken::No)
+        return;
+    ShardRoute& r = *conn.route;
+    auto m = static_cast<std::size_t>(conn.member);
+    SharedLimit::Taken taken = conn.member_taken;
+    conn.member_taken = SharedLimit::Taken::No;
+    r.pool.closed(m, taken); // gives the unit back
+    if (taken == SharedLimit::Taken::Counted) {
+        // Who waits for this member: this shard's connections (after the batch) and
+        // the other shards' (their doorbells).
+        member_room_ = true;
+        r.pool.limit(m).for_each_wanting(static_cast<std::size_t>(shard_.shard_index),
+                                         [this](std::size_t s) { shard_.doorbells->ring(s); });
+    }
 }
 
 int Connections::connect_to(Connection& conn, const SocketAddress& address, const std::string& name,
@@ -173,8 +227,8 @@ int Connections::connect_to(Connection& conn, const SocketAddress& address, cons
         bump(shard_.io.counters().upstream_failures);
         if (upstream_failure_log_.allow(LogThrottle::Clock::now()))
             shard_.log.warn("cannot open a socket to upstream {} ({}); resetting client {}{}", name,
-                            std::strerror(err), client_name(conn),
-                            suppressed_note(upstream_failure_log_.suppressed()));
+                            is_fd_shortage(err) ? fd_shortage_cause(err) : std::strerror(err),
+                            client_name(conn), suppressed_note(upstream_failure_log_.suppressed()));
         close(conn, CloseReason::LocalError);
         return err;
     }
@@ -231,6 +285,9 @@ void Connections::on_completion(const OpTag& t, const uring::Completion& c) {
         on_inspect_read(conn, c.result);
         break;
     case Op::InspectTimeout:
+        break;
+    case Op::MemberWait:
+        on_member_wait_over(conn, c.result);
         break;
     default:
         handle(conn, t.side, directions_.on_completion(conn, t.side, t.op, c));
@@ -295,8 +352,7 @@ void Connections::connect_failed(Connection& conn, int result) {
     auto m = static_cast<std::size_t>(conn.member);
     ++r.failures[m];
     ++r.failures_by[m][static_cast<std::size_t>(connect_failure_of(-result))];
-    r.pool.closed(m);
-    conn.member_counted = false;
+    release_member(conn);
     if (r.pool.connect_failed(m, shard_.now))
         shard_.log.warn("route \"{}\": upstream {} is down ({})", r.route.name,
                         r.route.members[m].name, failure_text(conn));
@@ -362,6 +418,7 @@ void Connections::close(Connection& conn, CloseReason reason) {
         return;
     conn.phase = Phase::Closing;
     conn.close_reason = reason;
+    stop_waiting_member(conn); // cancels its timer
     unsigned watches = (conn.dirs[0].watching ? 1u : 0u) + (conn.dirs[1].watching ? 1u : 0u);
     // Operations that complete on their own (a setsockopt, a shutdown, a slot's close)
     // need no cancel.
@@ -406,19 +463,23 @@ void Connections::finalize(Connection& conn) {
         report_close(conn);
     }
     ShardRoute& r = *conn.route;
-    if (conn.member_counted)
-        r.pool.closed(static_cast<std::size_t>(conn.member));
+    release_member(conn);
     --r.active;
+    if (conn.route_counted)
+        shard_.doorbells->give_back(*r.route.limit, static_cast<std::size_t>(shard_.shard_index));
     ++r.closed[static_cast<std::size_t>(conn.close_reason)];
     ShardCounters& counters = shard_.io.counters();
     bump(counters.closed(conn.close_reason));
     count_closed(conn, counters);
-    table_.release(conn); // closes both sockets
+    const SocketUnits units = conn.units;
+    table_.release(conn); // closes both sockets: their units may go back now
     drop(counters.active);
-    room_(r);
+    room_(r, units);
 }
 
 void Connections::after_batch() {
+    if (member_room_)
+        resume_member_waiters();
     directions_.resume_waiters(table_, [this](Connection& conn, Side side, const Outcome& o) {
         handle(conn, side, o);
         settle(conn);

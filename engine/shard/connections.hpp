@@ -12,18 +12,23 @@
 #include "support/log_throttle.hpp"
 
 #include <cstddef>
+#include <deque>
 #include <functional>
+#include <optional>
+#include <utility>
 #include <vector>
 
 namespace uringfwd::engine {
 
 class Connections {
 public:
-    // `room` is called with a route whenever one of its connections has gone.
+    // `room` is called with a route whenever one of its connections has gone (with the
+    // units of the socket budget it held; none when it moved to another route).
     // `route_at` finds the shard's state of route `index` of `table` (an inspector's
     // route choice), null when the shard has none.
     using RouteLookup = std::function<ShardRoute*(const RouteTable& table, std::size_t index)>;
-    Connections(ShardContext& shard, std::function<void(ShardRoute&)> room, RouteLookup route_at)
+    using Room = std::function<void(ShardRoute&, SocketUnits)>;
+    Connections(ShardContext& shard, Room room, RouteLookup route_at)
         : shard_(shard), room_(std::move(room)), route_at_(std::move(route_at)),
           directions_(shard) {}
 
@@ -38,9 +43,11 @@ public:
     // after the route's chain.
     // `client` may be a slot of the shard's file table (direct descriptors); its
     // addresses then come in `peer`/`local` (a slot has no fd to ask).
-    int open(uring::FileRef client, bool set_client_no_delay, ShardRoute& route,
-             std::vector<std::byte> preamble = {}, int upstream_fd = -1, bool inspect = false,
-             std::shared_ptr<const Inspector> listener_inspector = {},
+    // `route_counted`: the client holds a unit of the route's limit, given back when it
+    // closes; `units`: what it holds of the shard's socket budget, handed to `room`.
+    int open(uring::FileRef client, bool set_client_no_delay, ShardRoute& route, bool route_counted,
+             SocketUnits units, std::vector<std::byte> preamble = {}, int upstream_fd = -1,
+             bool inspect = false, std::shared_ptr<const Inspector> listener_inspector = {},
              const SocketAddress* peer = nullptr, const SocketAddress* local = nullptr);
 
     // A completion of one of a connection's operations (slot != kShardSlot).
@@ -48,6 +55,10 @@ public:
 
     // After every batch of completions (see Directions::resume_waiters).
     void after_batch();
+
+    // member_wait.cpp: connections waiting for a member with room try again (another
+    // shard may have given room back at a member's limit).
+    void resume_member_waiters();
 
     // Closes, with FIN, the connections of routes with an idle timeout that moved no
     // byte for that long.
@@ -101,9 +112,25 @@ private:
     // The inspector at the connection's stage: the route's chain, then the listener's;
     // null when the connection is through them all.
     static const Inspector* stage_of(const Connection& conn);
-    // Chooses the next member and connects to it; closes the connection when no member
-    // is left. Returns an errno as open() does.
+    // Chooses the next member and connects to it; waits when every member it may go to
+    // is full; closes the connection when no member is left. Returns an errno as open()
+    // does.
     int connect_next(Connection& conn);
+    struct PickedMember {
+        std::size_t member;
+        SharedLimit::Taken taken; // its unit of the member's limit (PoolState::opened)
+    };
+    // The member for the connection's next attempt, counted among its connections; none
+    // when no candidate has room.
+    std::optional<PickedMember> pick_member(Connection& conn);
+    int connect_member(Connection& conn, PickedMember picked);
+    // The connection has its member no more (its connect failed, it closed): counted
+    // out, and room given back at the member's limit wakes who waits for it.
+    void release_member(Connection& conn);
+    // member_wait.cpp: waiting for a member with room, up to the connect deadline.
+    void wait_for_member(Connection& conn);
+    void stop_waiting_member(Connection& conn);
+    void on_member_wait_over(Connection& conn, int result);
     void on_connected(Connection& conn, int result);
     void start_forwarding(Connection& conn);
     void on_preamble_sent(Connection& conn, int result);
@@ -132,11 +159,14 @@ private:
     std::string tried_names(const Connection& conn) const;
 
     ShardContext& shard_;
-    std::function<void(ShardRoute&)> room_;
+    Room room_;
     RouteLookup route_at_;
     Directions directions_;
     ConnectionTable table_;
     uint64_t opened_ = 0; // connections opened: the low bits of their ids
+    // Connections waiting for a member with room (slot, generation), oldest first.
+    std::deque<std::pair<uint32_t, uint32_t>> member_waiters_;
+    bool member_room_ = false; // a member's unit given back here: look at the waiters
     LogThrottle upstream_failure_log_;
     LogThrottle inspect_reject_log_;
     LogThrottle table_full_log_;

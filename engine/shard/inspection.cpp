@@ -163,10 +163,18 @@ void Connections::move_to_route(Connection& conn, std::size_t index) {
     ShardRoute& from = *conn.route;
     --from.active;
     --from.accepted;
+    if (conn.route_counted)
+        shard_.doorbells->give_back(*from.route.limit,
+                                    static_cast<std::size_t>(shard_.shard_index));
     conn.route = to;
     ++to->active;
     ++to->accepted;
-    room_(from);
+    // Counted where it is now, whatever that route's limit: the shared listener belongs
+    // to the first route, whose limit let it in (README, "Limits").
+    conn.route_counted = to->route.limit->limit() != 0;
+    if (conn.route_counted)
+        to->route.limit->take();
+    room_(from, {}); // its units go with it
 }
 
 void Connections::reject_inspected(Connection& conn, CloseReason reason, std::string_view who,

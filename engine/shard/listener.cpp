@@ -1,9 +1,12 @@
 #include "shard/listener.hpp"
 
+#include "net/listen_queue.hpp"
 #include "net/sockets.hpp"
 
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -35,6 +38,21 @@ bool is_fd_shortage(int err) {
     return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
 }
 
+std::string fd_shortage_cause(int err) {
+    switch (err) {
+    case EMFILE: {
+        rlimit lim{};
+        ::getrlimit(RLIMIT_NOFILE, &lim);
+        return fmt::format("the process's fd limit is reached (EMFILE: RLIMIT_NOFILE {})",
+                           static_cast<unsigned long long>(lim.rlim_cur));
+    }
+    case ENFILE:
+        return "the system's file table is full (ENFILE: fs.file-max)";
+    default:
+        return fmt::format("out of kernel memory ({})", std::strerror(err));
+    }
+}
+
 Listener::Listener(ShardIo& io, const Logger& log, const ListenerSetup& setup)
     : io_(io), log_(log), index_(setup.index), route_(setup.route), group_(setup.group) {
     if (setup.shared_fd >= 0) {
@@ -47,6 +65,8 @@ Listener::Listener(ShardIo& io, const Logger& log, const ListenerSetup& setup)
         file_ = std::move(socket.file);
     }
     bound_ = local_address(fd_.get());
+    nonblocking_ = (::fcntl(fd_.get(), F_GETFL) & O_NONBLOCK) != 0;
+    socket_inode_ = engine::socket_inode(fd_.get());
     direct_ = setup.direct && !is_wildcard(bound_);
     // One setsockopt here instead of one per client (a syscall, or an operation and a
     // completion on direct descriptors): what is set on a listener is set on the
@@ -72,6 +92,15 @@ Listener::Listener(ShardIo& io, const Logger& log, const ListenerSetup& setup)
 }
 
 void Listener::arm() {
+    if (one_at_a_time_ && !direct_) {
+        // A client waits when the listening socket is readable (net/ipv4/
+        // inet_connection_sock.c inet_csk_listen_poll); the shard accepts it with
+        // accept_now() once it has room, so none is taken that it cannot serve.
+        io_.poll(in_flight_, tag(Op::AcceptReady), uring::FileRef::plain(fd_.get()), POLLIN);
+        armed_ = true;
+        armed_op_ = Op::AcceptReady;
+        return;
+    }
     if (direct_) {
         // One accept at a time, each with the peer's address: a multishot accept has
         // nowhere to write one per connection. The shard arms the next as soon as this
@@ -82,6 +111,7 @@ void Listener::arm() {
         io_.accept_multishot(in_flight_, tag(Op::Accept), fd_.get());
     }
     armed_ = true;
+    armed_op_ = Op::Accept;
 }
 
 int Listener::on_accept(const uring::Completion& c, std::size_t open_connections) {
@@ -107,18 +137,48 @@ int Listener::on_accept(const uring::Completion& c, std::size_t open_connections
             // -ENFILE from an accept into the table: no slot is free
             // (io_uring/filetable.c io_file_bitmap_get).
             bump(io_.counters().direct_table_full);
-            pause_for_fd_shortage(
-                fmt::format("accept: the shard's registered file table is full ({} slots, "
-                            "[engine] direct_table_size)",
-                            io_.ring().file_table_slots())
-                    .c_str(),
-                err, open_connections);
+            pause_for_shortage(fmt::format("accept: the shard's registered file table is "
+                                           "full ({} slots, [engine] direct_table_size)",
+                                           io_.ring().file_table_slots()),
+                               open_connections);
         } else if (is_fd_shortage(err)) {
             pause_for_fd_shortage("accept", err, open_connections);
         } else
             log_.warn("accept: {}", std::strerror(err));
     }
     return -1;
+}
+
+void Listener::set_one_at_a_time(bool on) {
+    // accept(2) on a blocking socket would block the shard when another shard (or
+    // process) took the client first, and a socket passed in is not ours to change
+    // (config.hpp, inherited_listeners): such a listener keeps its multishot accept.
+    if (on == one_at_a_time_ || direct_ || !nonblocking_)
+        return;
+    one_at_a_time_ = on;
+    end_accept(); // armed anew, the other way, once it has ended
+}
+
+void Listener::on_ready(const uring::Completion& c) {
+    armed_ = false;
+    cancel_pending_ = false;
+    if (stopping_)
+        fd_.reset();
+    else if (c.result < 0 && c.result != -ECANCELED)
+        log_.warn("poll of a listening socket: {}", std::strerror(-c.result));
+}
+
+int Listener::accept_now(std::size_t open_connections) {
+    int fd = ::accept4(fd_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+        int err = errno;
+        if (is_fd_shortage(err))
+            pause_for_fd_shortage("accept", err, open_connections);
+        else if (err != EAGAIN && err != EWOULDBLOCK && err != ECONNABORTED && err != EINTR)
+            log_.warn("accept: {}", std::strerror(err));
+        errno = err;
+    }
+    return fd;
 }
 
 void Listener::keep_accepting() {
@@ -134,11 +194,15 @@ void Listener::keep_accepting() {
 }
 
 void Listener::pause_for_fd_shortage(const char* what, int err, std::size_t open_connections) {
+    pause_for_shortage(fmt::format("{}: {}", what, fd_shortage_cause(err)), open_connections);
+}
+
+void Listener::pause_for_shortage(const std::string& why, std::size_t open_connections) {
     bump(io_.counters().accept_backoffs);
     if (backoff_.count() == 0) {
-        log_.warn("{}: {} with {} connections open; pausing accepts, pending clients wait "
-                  "in the backlog",
-                  what, std::strerror(err), open_connections);
+        log_.warn("{} with {} connections open; pausing accepts, pending clients wait in the "
+                  "backlog",
+                  why, open_connections);
         backoff_ = kFirstAcceptBackoff;
     } else {
         backoff_ = std::min(backoff_ * 2, kMaxAcceptBackoff);
@@ -151,19 +215,19 @@ void Listener::pause_for_fd_shortage(const char* what, int err, std::size_t open
 
 void Listener::end_accept() {
     if (armed_ && !cancel_pending_) {
-        io_.cancel(in_flight_, tag(Op::Accept), tag(Op::ListenerCancel));
+        io_.cancel(in_flight_, tag(armed_op_), tag(Op::ListenerCancel));
         cancel_pending_ = true;
     }
 }
 
-void Listener::hold() {
-    held_ = true;
+void Listener::hold(HoldReason reason) {
+    held_ |= reason;
     // Clients the accept still takes before the cancel lands wait in the shard.
     end_accept();
 }
 
-void Listener::release_hold() {
-    held_ = false;
+void Listener::release_hold(HoldReason reason) {
+    held_ &= ~static_cast<unsigned>(reason);
     keep_accepting();
 }
 
@@ -181,8 +245,8 @@ void Listener::on_pause_over() {
 void Listener::move_to_route(uint32_t route, uint32_t group) {
     route_ = route;
     group_ = group;
-    if (held_)
-        release_hold(); // a new route starts with room
+    if (held_ & kRouteFull)
+        release_hold(kRouteFull); // a new route starts with room (or holds it again)
 }
 
 void Listener::stop() {
@@ -200,7 +264,7 @@ void Listener::stop() {
     // A file our bind made goes with it (if the path still names our socket).
     file_.remove();
     if (armed_)
-        io_.cancel(in_flight_, tag(Op::Accept), tag(Op::ListenerCancel));
+        io_.cancel(in_flight_, tag(armed_op_), tag(Op::ListenerCancel));
     else
         fd_.reset();
     if (paused_)
@@ -218,7 +282,7 @@ void Listener::release() {
     // and so does a Unix socket's file.
     file_.disown();
     if (armed_)
-        io_.cancel(in_flight_, tag(Op::Accept), tag(Op::ListenerCancel));
+        io_.cancel(in_flight_, tag(armed_op_), tag(Op::ListenerCancel));
     else
         fd_.reset();
     if (paused_)

@@ -1,6 +1,9 @@
 // One listening socket of a shard: a multishot accept, paused with a growing backoff
-// while the process is out of file descriptors, and closed on stop. A shard may hold
-// several; each has its own index, carried in its operations' tags.
+// while the process is out of file descriptors, held while a limit leaves no room, and
+// closed on stop. Near the fd limit's room it accepts one client at a time instead
+// (one_at_a_time()): a multishot accept takes every client of the backlog before the
+// shard can stop it, each holding an fd. A shard may hold several; each has its own
+// index, carried in its operations' tags.
 #pragma once
 
 #include "net/socket_address.hpp"
@@ -41,6 +44,16 @@ struct ListenerSetup {
 // of file descriptors or memory; pending connections stay in the backlog, so pausing
 // and retrying loses nothing.
 bool is_fd_shortage(int err);
+// Which limit such an error means, for log lines: EMFILE the process's RLIMIT_NOFILE,
+// ENFILE the system's fs.file-max, ENOBUFS/ENOMEM kernel memory.
+std::string fd_shortage_cause(int err);
+
+// Why a listener holds off accepting: each a bit, released separately.
+enum HoldReason : unsigned {
+    kRouteFull = 1, // its route is at its max_connections
+    kFdsFull = 2,   // the fd limit's connections are all taken (plain fds)
+    kSlotsFull = 4, // the shard's file table's connections are all taken
+};
 
 class Listener {
 public:
@@ -62,13 +75,31 @@ public:
     // The process is out of fds or memory (`what` failed with `err`): stop accepting
     // for a while; pending clients wait in the backlog. Backs off up to a second.
     void pause_for_fd_shortage(const char* what, int err, std::size_t open_connections);
+    // The same with the reason spelled out (a full file table).
+    void pause_for_shortage(const std::string& why, std::size_t open_connections);
     // A connection got its upstream socket: a shortage episode, if any, is over.
     void shortage_over();
 
-    // The route is at its connection limit: stop accepting (clients wait in the
-    // backlog) until release_hold().
-    void hold();
-    void release_hold();
+    // A limit leaves no room for another client (`reason`): stop accepting (clients
+    // wait in the backlog) until every reason held is released.
+    void hold(HoldReason reason = kRouteFull);
+    void release_hold(HoldReason reason = kRouteFull);
+
+    // Accept one client at a time: a poll for a waiting client, then accept(2) once
+    // the shard has room for it (accept_now()), instead of a multishot accept. Switched
+    // at the next arming. Direct listeners always take one at a time; a blocking socket
+    // (one passed in that way) keeps its multishot accept.
+    void set_one_at_a_time(bool on);
+    bool one_at_a_time() const { return one_at_a_time_; }
+    // One at a time, and neither held, paused nor stopped: accept_now() may be called.
+    bool may_accept() const {
+        return one_at_a_time_ && held_ == 0 && !paused_ && !pause_wanted_ && !stopping_;
+    }
+    // An AcceptReady completion: a client waits (or the poll failed).
+    void on_ready(const uring::Completion& c);
+    // accept4(2) of one waiting client: its fd, or -1 with errno (EAGAIN when another
+    // shard took it first, a shortage of fds: the listener pauses itself).
+    int accept_now(std::size_t open_connections);
 
     // Stops accepting at once; the socket closes when the accept has ended, and a
     // Unix socket file our bind made is removed. For good: a stopped listener is never
@@ -84,13 +115,16 @@ public:
     void rearm() { end_accept(); }
 
     // A reconfiguration moved this address to another route and group (their indexes):
-    // clients accepted from now on are theirs.
+    // clients accepted from now on are theirs (and its route's hold is released).
     void move_to_route(uint32_t route, uint32_t group);
 
     uint32_t index() const { return index_; }
     uint32_t route() const { return route_; }
     uint32_t group() const { return group_; }
     int fd() const { return fd_.get(); }
+    // Names the socket across the shards that accept on it (a dup of shard 0's, an
+    // inherited socket): its accept queue is one.
+    uint64_t socket_inode() const { return socket_inode_; }
     SocketAddress bound() const { return bound_; }
     bool is_tcp() const { return bound_.family() != AF_UNIX; }
     // Whether its clients still need TCP_NODELAY set one by one: a TCP listener sets it
@@ -125,13 +159,17 @@ private:
     // release().
     OwnedSocketFile file_;
     SocketAddress bound_;
+    uint64_t socket_inode_ = 0;
     std::string steering_ = "kernel hash";
     InFlight in_flight_;
     bool armed_ = false;
+    Op armed_op_ = Op::Accept; // what is armed: the accept, or the poll (one at a time)
     bool paused_ = false;
     bool cancel_pending_ = false;
     bool pause_wanted_ = false; // pause once the multishot accept has ended
-    bool held_ = false;         // the route is at its connection limit
+    unsigned held_ = 0;         // HoldReason bits
+    bool one_at_a_time_ = false;
+    bool nonblocking_ = true; // O_NONBLOCK: not so for some sockets passed in
     bool stopping_ = false;
     bool released_ = false; // stopped by release(): clients still accepted are served
     std::chrono::milliseconds backoff_{0};

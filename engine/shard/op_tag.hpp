@@ -38,6 +38,7 @@ enum class Op : uint8_t {
     // Listener operations (slot == kShardSlot, index = the listener's).
     Accept,
     AcceptPause, // timer: accepting paused for lack of file descriptors
+    AcceptReady, // poll: a client waits in the backlog (accepting one at a time)
     ListenerCancel,
     ListenerCloseFile, // a client accepted into a slot after stop(): closed
     // Connection operations (slot = the connection's).
@@ -62,6 +63,9 @@ enum class Op : uint8_t {
     HalfClose, // a plain fd installed for a slot, to shutdown(SHUT_WR) the socket
     InstallFd, // a plain fd installed for a slot, kept for inline splices; side: the
                // direction whose source the socket is (ToUpstream: the client's)
+    // Timer: a connection waiting for a member with room (every member it may go to is
+    // at its max_connections) gives up at its connect deadline.
+    MemberWait,
 };
 
 inline bool is_splice(Op op) {

@@ -17,10 +17,7 @@ namespace uringfwd::engine {
 
 Shard::Shard(ShardSetup setup, Logger logger)
     : setup_(std::move(setup)), config_(*setup_.config), log_(std::move(logger)),
-      wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
-    if (!wake_fd_)
-        throw std::runtime_error(fmt::format("eventfd: {}", std::strerror(errno)));
-}
+      wake_fd_(setup_.doorbells->fd(static_cast<std::size_t>(setup_.index))) {}
 
 Shard::~Shard() {
     refuse_handoffs(); // a shard that never ran still owns what was handed to it
@@ -33,9 +30,7 @@ void Shard::request_stop(std::chrono::milliseconds drain) {
 }
 
 void Shard::wake() {
-    uint64_t one = 1;
-    // Cannot fail in a way worth handling: the counter only saturates after 2^64 - 1.
-    [[maybe_unused]] ssize_t n = ::write(wake_fd_.get(), &one, sizeof(one));
+    setup_.doorbells->ring(static_cast<std::size_t>(setup_.index));
 }
 
 void Shard::run(std::promise<void>& ready) {
@@ -56,8 +51,7 @@ void Shard::run(std::promise<void>& ready) {
 void Shard::serve() {
     for (auto& listener : listeners_)
         listener->start();
-    io_->poll(in_flight_, OpTag::for_shard(Op::Wake), uring::FileRef::plain(wake_fd_.get()),
-              POLLIN);
+    io_->poll(in_flight_, OpTag::for_shard(Op::Wake), uring::FileRef::plain(wake_fd_), POLLIN);
     context_->now = std::chrono::steady_clock::now();
     arm_idle_sweep();
 
@@ -111,6 +105,7 @@ void Shard::dispatch(const uring::Completion& c) {
     }
     switch (t.op) {
     case Op::Accept:
+    case Op::AcceptReady:
     case Op::AcceptPause:
     case Op::ListenerCancel:
     case Op::ListenerCloseFile: // a client accepted after stop(), closed unserved
@@ -165,6 +160,11 @@ void Shard::on_listener_op(const OpTag& t, const uring::Completion& c) {
         if (int fd = listener.on_accept(c, connections_->active()); fd >= 0)
             open_connection(listener, fd);
         listener.keep_accepting();
+    } else if (t.op == Op::AcceptReady) {
+        listener.on_ready(c);
+        if (c.result >= 0 && !stopping_)
+            accept_waiting(listener);
+        listener.keep_accepting();
     } else if (t.op == Op::AcceptPause) {
         listener.on_pause_over();
     }
@@ -183,10 +183,12 @@ void Shard::on_wake(int result) {
     if (result < 0)
         return; // cancelled: the shard is finishing
     uint64_t value = 0;
-    [[maybe_unused]] ssize_t n = ::read(wake_fd_.get(), &value, sizeof(value));
+    [[maybe_unused]] ssize_t n = ::read(wake_fd_, &value, sizeof(value));
     take_change();
     run_calls();
     take_handoffs();
+    // Perhaps another shard gave room back at a limit this shard waits at.
+    resume_all();
     if (stop_requested_.load(std::memory_order_acquire))
         stop_now();
     // Listen for a further request (a change, a second SIGTERM shortening the drain),
@@ -196,8 +198,7 @@ void Shard::on_wake(int result) {
     // and the poll fired before its cancel reached it: the cancel finds nothing and
     // this completion comes after it.
     if (!final_cancels_sent_)
-        io_->poll(in_flight_, OpTag::for_shard(Op::Wake), uring::FileRef::plain(wake_fd_.get()),
-                  POLLIN);
+        io_->poll(in_flight_, OpTag::for_shard(Op::Wake), uring::FileRef::plain(wake_fd_), POLLIN);
 }
 
 void Shard::stop_now() {
@@ -238,8 +239,11 @@ void Shard::begin_stop() {
                         ::close(fd);
                     }
                 }
+                if (client.units.fd)
+                    fd_connections_->give_back(); // the engine is stopping: none to wake
             }
             route->waiting.clear();
+            route->stop_wanting();
         }
     }
     if (idle_sweep_armed_)

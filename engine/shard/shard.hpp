@@ -11,8 +11,10 @@
 #include "shard/listener.hpp"
 #include "shard/shard_context.hpp"
 #include "shard/shard_counters.hpp"
+#include "shard/shard_doorbells.hpp"
 #include "shard/shard_io.hpp"
 #include "shard/shard_route.hpp"
+#include "support/log_throttle.hpp"
 #include "support/logger.hpp"
 #include "uring/provided_buffers.hpp"
 #include "uring/unique_fd.hpp"
@@ -26,6 +28,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,7 +36,13 @@ namespace uringfwd::engine {
 
 struct ShardSetup {
     int index = 0;
-    std::size_t shards = 1; // in the engine: limits are split among them
+    std::size_t shards = 1; // in the engine
+    // Every shard's wake-up eventfd (this one's is doorbells->fd(index)); never null.
+    std::shared_ptr<const ShardDoorbells> doorbells;
+    // The connections on plain fds the fd limit leaves room for, all shards together
+    // (platform/fd_room.hpp); never null.
+    std::shared_ptr<SharedLimit> fd_connections;
+    std::size_t max_pipes = 128; // per shard: the configured value, or fewer for the fds
     const EngineConfig* config = nullptr;
     std::shared_ptr<const RouteTable> routes;
     std::vector<ListenerSetup> listeners; // listener i has index i
@@ -88,8 +97,10 @@ public:
     // and returns once it has run; false, without running it, once the shard has ended.
     bool call(const std::function<void()>& task);
     // On the shard's thread only (through call()): adds this shard's counts to `out`,
-    // one entry per route of the current configuration, matched by name.
-    void add_route_stats(std::vector<RouteStats>& out) const;
+    // one entry per route of the current configuration, matched by name. A listening
+    // socket's accept queue (clients waiting in the backlog) is counted by the first
+    // shard that holds it: `queues_counted` names those counted so far (inodes).
+    void add_route_stats(std::vector<RouteStats>& out, std::set<uint64_t>& queues_counted) const;
     // On the shard's thread only (through call()): every listener stops accepting
     // without shutting its socket down (Listener::release()).
     void release_listeners();
@@ -107,6 +118,10 @@ public:
     SocketAddress bound_address(std::size_t listener) const { return bound_[listener]; }
     int listener_fd(std::size_t listener) const { return listener_fds_[listener]; }
     int cpu() const { return setup_.cpu; }
+    // Valid once run() reported ready: direct descriptors in use, and the connections
+    // its file table holds (shard_budget.cpp).
+    bool direct() const { return direct_; }
+    std::size_t slot_room() const { return slot_room_; }
     std::string describe() const { return description_; }
 
 private:
@@ -118,16 +133,42 @@ private:
     void after_batch();
     void dispatch(const uring::Completion& c);
     void on_listener_op(const OpTag& tag, const uring::Completion& c);
-    void open_connection(Listener& listener, int client_fd);
+    // `fd_unit_taken`: its unit of the fd limit's connections was taken before the
+    // accept (one at a time).
+    void open_connection(Listener& listener, int client_fd, bool fd_unit_taken = false);
+    // AcceptReady: clients wait in the listener's backlog; take as many as there is
+    // room for, one accept(2) each.
+    void accept_waiting(Listener& listener);
     void setup_direct_descriptors();
     // SpliceMechanism resolved for this shard: whether splicing directions go inline.
     bool choose_inline_splice() const;
     // A client of `route`: opened now, or queued while the route is at its limit.
     void admit(ShardRoute& route, WaitingClient client);
-    void open(ShardRoute& route, WaitingClient client);
+    // `counted`: it took a unit of the route's limit (SharedLimit::Taken::Counted).
+    void open(ShardRoute& route, WaitingClient client, bool counted);
     void take_handoffs();
     void refuse_handoffs();
+    // The route has no room for another client: its listeners hold off accepting and
+    // the shard waits for room at its limit.
+    void hold(ShardRoute& route);
+    // Room may have come at the route's limit (a connection closed, here or on another
+    // shard): waiting clients go in first, then the listeners accept again.
+    void resume(ShardRoute& route);
+    // resume() for every route that is held or has clients waiting (after a wake-up:
+    // another shard may have given room back).
+    void resume_all();
     void on_room(ShardRoute& route);
+    // shard_budget.cpp: the socket budget. Every client takes its units when accepted
+    // or handed over; while the fd limit's or the file table's connections are all
+    // taken, the listeners that would take more hold off (clients wait in the
+    // backlog); near the fd limit's, plain listeners accept one client at a time.
+    SocketUnits take_units(bool plain_fd, bool slot, bool fd_unit_taken = false);
+    void give_units(SocketUnits units);
+    void check_budget();
+    void resume_budget();
+    void update_accept_modes();
+    // After setup or a change of listeners: the file table's room, the backlog sizes.
+    void plan_budget();
     // This shard's state of route `index` of `table` (current or retired), or null.
     ShardRoute* shard_route_of(const RouteTable& table, std::size_t index);
     // Calls f for each listener of `route` (none once the route is retired).
@@ -153,7 +194,7 @@ private:
     ShardSetup setup_;
     const EngineConfig& config_;
     Logger log_;
-    uring::UniqueFd wake_fd_;
+    int wake_fd_; // setup_.doorbells': this shard's
     ShardCounters counters_;
     // Made on the shard's thread in setup(), in this order; destroyed in reverse, so
     // the copy buffers are unregistered before their ring goes.
@@ -177,6 +218,17 @@ private:
     std::vector<SocketAddress> bound_; // per listener, for the engine
     std::vector<int> listener_fds_;
     std::string description_;
+    // The socket budget (shard_budget.cpp).
+    SharedLimit* fd_connections_ = nullptr; // setup_.fd_connections
+    bool fds_held_ = false;                 // plain listeners hold: no fd room left
+    bool wanting_fds_ = false;              // registered at fd_connections_
+    std::size_t slot_room_ = 0;             // connections the file table holds; 0: none
+    std::size_t slots_taken_ = 0;           // units of it taken
+    bool slots_held_ = false;
+    // Plain listeners accept one at a time while the fd limit's room left is below
+    // this (connections): what their multishot accepts could take at once.
+    std::size_t one_at_a_time_below_ = 0;
+    LogThrottle budget_log_{1, std::chrono::seconds(10)};
     std::chrono::milliseconds idle_sweep_{0}; // 0: no route has an idle timeout
     bool idle_sweep_armed_ = false;
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "pipes/pipe_pool.hpp"
+#include "shard/shard_doorbells.hpp"
 #include "shard/shard_io.hpp"
 #include "support/logger.hpp"
 #include "uring/provided_buffers.hpp"
@@ -24,6 +25,8 @@ struct ShardContext {
     const EngineConfig& config;
     const Logger& log;
     int shard_index = 0;
+    // Every shard's wake-up: room given back at a shared limit rings those waiting.
+    const ShardDoorbells* doorbells = nullptr;
     // Sockets go into slots of the ring's registered file table (direct descriptors):
     // the engine asked for them and this kernel has every piece (Shard::setup_ring()).
     bool direct = false;

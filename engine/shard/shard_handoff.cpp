@@ -84,9 +84,21 @@ void Shard::take_handoffs() {
         }
         if (handoff.upstream_fd >= 0)
             read_what_waits(handoff);
+        // Plain fds (the caller's): a unit of the fd limit's connections; an upstream the
+        // engine opens goes into a slot with direct descriptors.
+        SocketUnits units = take_units(/*plain_fd=*/true, /*slot=*/handoff.upstream_fd < 0);
         // No TCP_NODELAY to set: the caller's thread has set it already
         // (api/handoff.cpp prepare_socket).
-        admit(*route, {handoff.client_fd, false, std::move(handoff.preamble), handoff.upstream_fd});
+        admit(*route, {handoff.client_fd,
+                       false,
+                       std::move(handoff.preamble),
+                       handoff.upstream_fd,
+                       false,
+                       nullptr,
+                       -1,
+                       {},
+                       {},
+                       units});
     }
 }
 

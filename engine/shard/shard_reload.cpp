@@ -1,5 +1,6 @@
 // Reconfiguring a running shard (Engine::reconfigure): new routes for new connections,
 // listeners added and removed, while open connections keep what they have.
+#include "net/listen_queue.hpp"
 #include "shard/shard.hpp"
 
 #include <algorithm>
@@ -56,11 +57,19 @@ std::string Shard::apply(ShardChange& change) {
         return e.what();
     }
     // The old routes stay, retired, for the connections that still point at them.
-    for (auto& route : routes_)
+    for (auto& route : routes_) {
+        // Its listeners move to the new route (or close): only its waiting clients
+        // still want room at its limit.
+        route->retired = true;
+        route->held = false;
+        if (route->waiting.empty())
+            route->stop_wanting();
         retired_routes_.push_back(std::move(route));
+    }
     routes_.clear();
     for (const Route& route : change.routes->routes)
-        routes_.push_back(std::make_unique<ShardRoute>(route, change.routes, setup_.shards));
+        routes_.push_back(std::make_unique<ShardRoute>(route, change.routes,
+                                                       static_cast<std::size_t>(setup_.index)));
     setup_.routes = change.routes;
     make_group_inspectors();
 
@@ -82,6 +91,7 @@ std::string Shard::apply(ShardChange& change) {
         listener->start();
         listeners_.push_back(std::move(listener));
     }
+    plan_budget();
     plan_idle_sweep();
     arm_idle_sweep();
     prune_retired_routes();
@@ -89,9 +99,22 @@ std::string Shard::apply(ShardChange& change) {
 }
 
 void Shard::prune_retired_routes() {
-    std::erase_if(retired_routes_, [](const std::unique_ptr<ShardRoute>& route) {
-        return route->active == 0 && route->waiting.empty();
-    });
+    std::size_t pruned =
+        std::erase_if(retired_routes_, [](const std::unique_ptr<ShardRoute>& route) {
+            return route->active == 0 && route->waiting.empty();
+        });
+    if (pruned == 0)
+        return;
+    // A pruned route cleared this shard's bits at the limits it shares with the routes
+    // that replaced it (same names): set them again for those that still wait.
+    for (auto* routes : {&routes_, &retired_routes_})
+        for (auto& route : *routes) {
+            if (route->wanting)
+                route->route.limit->want(route->shard);
+            if (route->wanting_members)
+                for (const MemberRoute& m : route->route.members)
+                    m.limit->want(route->shard);
+        }
 }
 
 void Shard::plan_idle_sweep() {
@@ -140,7 +163,8 @@ void Shard::run_calls() {
     }
 }
 
-void Shard::add_route_stats(std::vector<RouteStats>& out) const {
+void Shard::add_route_stats(std::vector<RouteStats>& out,
+                            std::set<uint64_t>& queues_counted) const {
     for (const auto& shard_route : routes_) {
         const Route& route = shard_route->route;
         auto it = std::find_if(out.begin(), out.end(),
@@ -156,7 +180,17 @@ void Shard::add_route_stats(std::vector<RouteStats>& out) const {
         it->bytes_to_upstream += shard_route->bytes_to_upstream;
         it->bytes_to_client += shard_route->bytes_to_client;
         it->active += shard_route->active;
-        it->waiting += shard_route->waiting.size();
+        // The clients actually waiting: those this shard took while the route was at
+        // its limit, those waiting for a full member, and those its listeners leave in
+        // the backlog.
+        it->waiting += shard_route->waiting.size() + shard_route->member_waiting;
+        for (const auto& listener : listeners_) {
+            if (listener->stopped() || routes_[listener->route()].get() != shard_route.get())
+                continue;
+            if (!queues_counted.insert(listener->socket_inode()).second)
+                continue;
+            it->waiting += accept_queue_length(listener->fd()).value_or(0);
+        }
         for (std::size_t i = 0; i < kCloseReasonCount; ++i)
             it->closed[i] += shard_route->closed[i];
         for (std::size_t m = 0; m < route.members.size() && m < it->members.size(); ++m) {

@@ -13,6 +13,13 @@ UpstreamPool with_passive_health_where_useful(UpstreamPool pool) {
     return pool;
 }
 
+std::vector<SharedLimit*> member_limits(const Route& route) {
+    std::vector<SharedLimit*> limits;
+    for (const MemberRoute& m : route.members)
+        limits.push_back(m.limit.get());
+    return limits;
+}
+
 std::vector<std::string> member_keys(const Route& route) {
     std::vector<std::string> keys;
     for (const MemberRoute& m : route.members)
@@ -22,12 +29,28 @@ std::vector<std::string> member_keys(const Route& route) {
 
 } // namespace
 
-ShardRoute::ShardRoute(const Route& r, std::shared_ptr<const RouteTable> t, std::size_t shards)
-    : table(std::move(t)), route(r),
-      pool(with_passive_health_where_useful(r.pool), member_keys(r), shards),
-      limit(per_shard_limit(r.max_connections, shards)), inspectors(make_inspectors(r)),
-      connects(r.members.size(), 0), failures(r.members.size(), 0), failures_by(r.members.size()),
-      member_bytes_to_upstream(r.members.size(), 0), member_bytes_to_client(r.members.size(), 0) {}
+ShardRoute::ShardRoute(const Route& r, std::shared_ptr<const RouteTable> t, std::size_t shard_index)
+    : table(std::move(t)), route(r), shard(shard_index),
+      pool(with_passive_health_where_useful(r.pool), member_keys(r), member_limits(r)),
+      inspectors(make_inspectors(r)), connects(r.members.size(), 0), failures(r.members.size(), 0),
+      failures_by(r.members.size()), member_bytes_to_upstream(r.members.size(), 0),
+      member_bytes_to_client(r.members.size(), 0) {}
+
+void ShardRoute::want_member_room() {
+    if (wanting_members)
+        return;
+    wanting_members = true;
+    for (const MemberRoute& m : route.members)
+        m.limit->want(shard);
+}
+
+void ShardRoute::stop_wanting_member_room() {
+    if (!wanting_members)
+        return;
+    wanting_members = false;
+    for (const MemberRoute& m : route.members)
+        m.limit->unwant(shard);
+}
 
 void ShardRoute::refresh_health() {
     if (!table->health)

@@ -1,13 +1,14 @@
 // A shard's state for one route: its pool (balancing, passive health, per-member
-// counts), its open connections against the route's limit, and the clients accepted
-// while it was at that limit, which wait here for room. Each shard has its own, so the
-// shards share nothing but the read-only Route.
+// counts), its open connections, and the clients accepted while the route was at its
+// limit, which wait here for room. Each shard has its own; the shards share the
+// read-only Route and, on the admission path only, the counters of its limits
+// (SharedLimit: max_connections is one number for the whole engine).
 #pragma once
 
 #include "routing/pool_state.hpp"
 #include "routing/route_table.hpp"
-#include "routing/shard_limit.hpp"
 #include "shard/inspect.hpp"
+#include "shard/socket_units.hpp"
 #include "uringfwd/stats.hpp"
 
 #include <array>
@@ -34,20 +35,35 @@ struct WaitingClient {
     int slot = -1;
     SocketAddress peer{};
     SocketAddress local{};
+    SocketUnits units{}; // of the shard's socket budget, held from its accept on
 };
 
 struct ShardRoute {
     // `table` holds `route` and is kept alive as long as this state is.
-    ShardRoute(const Route& route, std::shared_ptr<const RouteTable> table, std::size_t shards);
+    // `shard`: the index of the shard it belongs to.
+    ShardRoute(const Route& route, std::shared_ptr<const RouteTable> table, std::size_t shard);
+    ~ShardRoute() {
+        stop_wanting();
+        stop_wanting_member_room();
+    }
+    ShardRoute(const ShardRoute&) = delete;
+    ShardRoute& operator=(const ShardRoute&) = delete;
 
     std::shared_ptr<const RouteTable> table;
     const Route& route;
+    std::size_t shard;
     PoolState pool;
-    std::size_t active = 0;
-    std::size_t limit = 0;             // open connections at most on this shard; 0: none
+    std::size_t active = 0;            // on this shard
     std::deque<WaitingClient> waiting; // accepted at the limit; fds owned here
     bool held = false;                 // its listeners hold off accepting
-    InspectorChain inspectors;         // empty: clients go straight to an upstream
+    bool wanting = false;              // registered at route.limit (SharedLimit::want)
+    bool retired = false;              // replaced by a reload: it has no listeners
+    // Connections of this shard waiting for a member with room (every member they may
+    // go to is at its max_connections), and whether the shard is registered at the
+    // members' limits for them.
+    std::size_t member_waiting = 0;
+    bool wanting_members = false;
+    InspectorChain inspectors; // empty: clients go straight to an upstream
 
     // Counted by the shard alone; read through Shard::route_stats() on its thread.
     uint64_t accepted = 0;
@@ -63,7 +79,22 @@ struct ShardRoute {
     std::vector<uint64_t> member_bytes_to_upstream;
     std::vector<uint64_t> member_bytes_to_client;
 
-    bool full() const { return limit != 0 && active >= limit; }
+    // The route has no room for another connection, on any shard.
+    bool full() const { return route.limit->full(); }
+    // Waits for room at the route's limit: a shard that gives room back rings this one.
+    void want_room() {
+        if (!wanting)
+            route.limit->want(shard);
+        wanting = true;
+    }
+    void stop_wanting() {
+        if (wanting)
+            route.limit->unwant(shard);
+        wanting = false;
+    }
+    // The same at every member's limit, for connections waiting for a member.
+    void want_member_room();
+    void stop_wanting_member_room();
     // Takes the health checker's latest verdicts into the pool (when it has checks).
     void refresh_health();
     // All connect attempts of one client together end by then.

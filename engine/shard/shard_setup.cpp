@@ -36,28 +36,42 @@ void Shard::setup() {
     // must be created by its only submitter (SINGLE_ISSUER, DEFER_TASKRUN), and pages
     // are first touched by the CPU (so the NUMA node) that will use them.
     setup_ring();
-    pool_ = std::make_unique<pipes::PipePool>(config_.max_pipes, config_.pipe_size);
+    // As many pipes as configured, or fewer when the fd limit is short (fd_room.hpp).
+    pool_ = std::make_unique<pipes::PipePool>(setup_.max_pipes, config_.pipe_size);
     setup_buffers();
     context_ = std::make_unique<ShardContext>(ShardContext{
         *io_, *pool_, buffers_.get(), bulk_buffers_.get(), io_->ring().features().recvsend_bundle,
         data_path_, config_, log_, setup_.index});
     for (const Route& route : setup_.routes->routes)
-        routes_.push_back(std::make_unique<ShardRoute>(route, setup_.routes, setup_.shards));
+        routes_.push_back(std::make_unique<ShardRoute>(route, setup_.routes,
+                                                       static_cast<std::size_t>(setup_.index)));
     plan_idle_sweep();
     make_group_inspectors();
+    fd_connections_ = setup_.fd_connections.get();
     connections_ = std::make_unique<Connections>(
-        *context_, [this](ShardRoute& route) { on_room(route); },
+        *context_,
+        [this](ShardRoute& route, SocketUnits units) {
+            give_units(units);
+            on_room(route);
+        },
         [this](const RouteTable& table, std::size_t index) {
             return shard_route_of(table, index);
         });
     context_->direct = direct_;
     context_->inline_splice = choose_inline_splice();
+    context_->doorbells = setup_.doorbells.get();
     for (ListenerSetup ls : setup_.listeners) {
         ls.direct = direct_;
         listeners_.push_back(std::make_unique<Listener>(*io_, log_, ls));
         bound_.push_back(listeners_.back()->bound());
         listener_fds_.push_back(listeners_.back()->fd());
     }
+    plan_budget();
+    if (direct_ && slot_room_ == 0)
+        throw std::runtime_error(fmt::format(
+            "the registered file table of {} slots leaves room for no connection (two slots "
+            "each); raise [engine] direct_table_size or the fd limit",
+            io_->ring().file_table_slots()));
 
     // Probe the pipe size now, so the start-up line tells the truth and any budget
     // refusal shows up at once rather than on the first connection. The copy path

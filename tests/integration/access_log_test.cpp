@@ -147,7 +147,8 @@ TEST(AccessLog, JsonLinesHoldExactValuesAndCloseReasons) {
             ++refused;
             EXPECT_EQ(f.at("route").text, "nowhere");
             EXPECT_EQ(f.at("client").kind, JsonValue::Kind::Null) << line; // unnamed unix peer
-            EXPECT_EQ(f.at("upstream").kind, JsonValue::Kind::Null) << line;
+            // The member that refused (issue 20: it said null).
+            EXPECT_EQ(f.at("upstream").text, refusing.endpoint.to_string()) << line;
             EXPECT_EQ(f.at("bytes_to_upstream").text, "0");
             EXPECT_EQ(f.at("bytes_to_client").text, "0");
             EXPECT_EQ(f.at("connect_us").text, "0");

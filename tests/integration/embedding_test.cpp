@@ -128,7 +128,7 @@ TEST(Embedding, ObserverGetsTheCloseReasonAndErrno) {
     ConnectionRecord r = wait_record(*recorder, 1);
     EXPECT_EQ(r.reason, CloseReason::Refused);
     EXPECT_EQ(r.error, ECONNREFUSED);
-    EXPECT_EQ(r.upstream, Endpoint{});
+    EXPECT_EQ(r.upstream, refusing.endpoint); // the member that refused
 
     UniqueFd quiet = connect_to(proxy.endpoint("idle"));
     EXPECT_EQ(recv_until_eof(quiet.get(), Deadline{5s}).status, IoStatus::Eof);

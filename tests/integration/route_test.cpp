@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -251,6 +252,34 @@ TEST(Routes, BackupServesOnlyWhileNoPrimaryIsUp) {
     // by the backup on its retry; later ones go to the backup at once.
     EXPECT_EQ(spread(proxy.endpoint(), 20).at('b'), 20);
     EXPECT_EQ(proxy.stats().upstream_failures, 1u) << proxy.stats().to_line();
+}
+
+// Issue 20: one primary already down, the other crashes, a healthy backup. Each client
+// that meets the crashed primary's refusal fails over to the backup within its retries,
+// although that primary still counts as up (passive health marks it down only on its
+// `fall`-th failure): a primary this client has tried does not hold the backups back.
+TEST(Routes, ARefusedConnectFailsOverToTheBackupWhileTheOtherPrimaryIsDown) {
+    const ReservedPort down = reserve_refusing_port();
+    std::optional<NamedServer> crashing{std::in_place, 'p'};
+    NamedServer backup{'b'};
+    RouteConfig r = route("web", {member(down.endpoint), member(crashing->endpoint()),
+                                  member(backup.endpoint(), 1, true)});
+    r.pool.retries = 2;
+    r.pool.passive.backoff = 60s; // fall = 3, the default: a member is down on its third
+    ProxyUnderTest proxy{{r}, one_shard()};
+    // Until the first primary has failed three times, round-robin sends every other
+    // client to it; each is served by the second primary on its retry.
+    for (int i = 0; i < 20 && !proxy.logs("is down", Deadline{0ms}); ++i)
+        EXPECT_EQ(name_through(proxy.endpoint(), Deadline{5s}), 'p');
+    ASSERT_TRUE(proxy.logs(down.endpoint.to_string() + " is down", Deadline{1s}));
+    crashing.reset(); // its port refuses from now on; nothing has marked it down
+    const EngineStats before = proxy.stats();
+    const std::map<char, int> seen = spread(proxy.endpoint(), 10);
+    EXPECT_EQ(seen.count('b') ? seen.at('b') : 0, 10) << proxy.stats().to_line();
+    const EngineStats after = proxy.stats();
+    EXPECT_EQ(after.closed_refused - before.closed_refused, 0u) << after.to_line();
+    EXPECT_EQ(after.closed_no_upstream - before.closed_no_upstream, 0u) << after.to_line();
+    EXPECT_GE(after.upstream_failures - before.upstream_failures, 1u);
 }
 
 TEST(Routes, HealthCheckKeepsClientsAwayFromADownMember) {

@@ -33,6 +33,8 @@ ProxyUnderTest::ProxyUnderTest(std::vector<RouteConfig> routes, ProxyOptions opt
 
 void ProxyUnderTest::start(EngineConfig config, const ProxyOptions& options) {
     config.shards = options.shards;
+    config.cpus = options.cpus;
+    config.steer_by_cpu = options.steer_by_cpu;
     config.observer = options.observer;
     config.max_pipes = options.max_pipes;
     config.pipe_size = options.pipe_size;

@@ -34,6 +34,8 @@ struct ProxyOptions {
     std::chrono::milliseconds bulk_park{0};
     unsigned iowq_max_workers = 0; // 0: the engine's default
     std::size_t shards = 0;        // 0: the engine's default (one per CPU)
+    std::vector<int> cpus;         // empty: the engine's default (every CPU allowed)
+    bool steer_by_cpu = true;
     std::shared_ptr<ConnectionObserver> observer;
     // Quiet by default; the captured lines are printed when a test fails.
     LogLevel log_level = LogLevel::Warn;

@@ -1,8 +1,7 @@
 // A shard's choice of pool member: each policy, backups, full and tried members, health,
-// and the per-shard split of limits.
+// and member limits shared by every shard's pool.
 #include "routing/hash.hpp"
 #include "routing/pool_state.hpp"
-#include "routing/shard_limit.hpp"
 
 #include <algorithm>
 #include <map>
@@ -54,10 +53,9 @@ std::vector<std::string> keys_of(const UpstreamPool& pool) {
     return keys;
 }
 
-PoolState state_of(BalancePolicy policy, const std::vector<MemberSpec>& specs,
-                   std::size_t shards = 1) {
+PoolState state_of(BalancePolicy policy, const std::vector<MemberSpec>& specs) {
     const UpstreamPool pool = pool_of(policy, specs);
-    return PoolState(pool, keys_of(pool), shards);
+    return PoolState(pool, keys_of(pool));
 }
 
 std::size_t pick(PoolState& pool, uint64_t client = 0, const TriedSet& tried = {}) {
@@ -122,7 +120,7 @@ TEST(LeastActive, ASlowMemberGetsNoNewConnections) {
     EXPECT_EQ(count[2], 20);
     // Its connections end: it takes the new ones until it has as many as the others.
     for (int i = 0; i < 50; ++i)
-        pool.closed(1);
+        pool.closed(1, SharedLimit::Taken::Free);
     for (int i = 0; i < 20; ++i) {
         EXPECT_EQ(pick(pool), 1u) << i;
         pool.opened(1);
@@ -146,7 +144,7 @@ TEST(LeastActive, EqualMembersShareShortConnections) {
         const std::size_t m = pick(pool);
         ++count[m];
         pool.opened(m);
-        pool.closed(m);
+        pool.closed(m, SharedLimit::Taken::Free);
     }
     EXPECT_EQ(count[0], 200);
     EXPECT_EQ(count[1], 100);
@@ -201,9 +199,9 @@ TEST(MaglevPool, ARetryGoesToAnotherMember) {
 TEST(MaglevPool, NeedsOneKeyPerMember) {
     const UpstreamPool pool = pool_of(BalancePolicy::Maglev, {{}, {}});
     const std::vector<std::string> one_key{"10.0.0.1:80"};
-    EXPECT_THROW(PoolState(pool, one_key, 1), std::invalid_argument);
+    EXPECT_THROW(PoolState(pool, one_key), std::invalid_argument);
     // The other policies need none.
-    EXPECT_NO_THROW(PoolState(pool_of(BalancePolicy::RoundRobin, {{}, {}}), {}, 1));
+    EXPECT_NO_THROW(PoolState(pool_of(BalancePolicy::RoundRobin, {{}, {}}), {}));
 }
 
 TEST(MaglevPool, BackupsHaveTheirOwnTable) {
@@ -236,27 +234,47 @@ TEST_P(EveryPolicy, BackupsOnlyWhileNoPrimaryIsUp) {
     EXPECT_EQ(pick(pool), 2u);
 }
 
-TEST_P(EveryPolicy, NoBackupWhileAPrimaryIsUpButFullOrTried) {
+TEST_P(EveryPolicy, NoBackupWhileAPrimaryIsUpButFull) {
     PoolState pool = state_of(GetParam(), {{1, false, 1}, {1, true}, {}});
     fail_member(pool, 2);
-    pool.opened(0); // member 0 is full (1 connection at most)
+    const SharedLimit::Taken taken = pool.opened(0); // member 0 is full (1 at most)
+    EXPECT_EQ(taken, SharedLimit::Taken::Counted);
     EXPECT_FALSE(pool.choose(0, {}, t0));
-    pool.closed(0);
+    EXPECT_TRUE(pool.only_full_left({}, t0)); // a client may wait for it
+    pool.closed(0, taken);
+    EXPECT_EQ(pick(pool), 0u);
+}
+
+// Issue 20: the connection's retry after a primary refused goes to a backup while that
+// primary is still up for everyone else (not yet marked down).
+TEST_P(EveryPolicy, ABackupTakesTheRetryOnceEveryPrimaryUpIsTried) {
+    PoolState pool = state_of(GetParam(), {{}, {1, true}, {}});
+    fail_member(pool, 2);
     TriedSet tried;
     tried.add(0);
-    EXPECT_FALSE(pool.choose(0, tried, t0));
-    EXPECT_EQ(pick(pool), 0u);
+    EXPECT_EQ(pick(pool, 0, tried), 1u);
+    EXPECT_EQ(pick(pool), 0u); // a new connection still goes to the primary
+    // With two primaries up, the other primary comes first.
+    PoolState two = state_of(GetParam(), {{}, {1, true}, {}});
+    for (int i = 0; i < 10; ++i) {
+        TriedSet one;
+        one.add(0);
+        EXPECT_EQ(pick(two, stable_hash(std::to_string(i)), one), 2u);
+    }
 }
 
 TEST_P(EveryPolicy, AFullMemberIsSkipped) {
     PoolState pool = state_of(GetParam(), {{1, false, 2}, {1, false, 0}});
-    pool.opened(0);
-    pool.opened(0);
+    EXPECT_EQ(pool.opened(0), SharedLimit::Taken::Counted);
+    EXPECT_EQ(pool.opened(0), SharedLimit::Taken::Counted);
+    EXPECT_EQ(pool.opened(0), SharedLimit::Taken::No); // nothing counted
+    EXPECT_EQ(pool.member(0).active, 2u);
     EXPECT_TRUE(pool.full(0));
     EXPECT_FALSE(pool.full(1));
+    EXPECT_EQ(pool.opened(1), SharedLimit::Taken::Free); // no limit: none to give back
     for (int i = 0; i < 20; ++i)
         EXPECT_EQ(pick(pool, stable_hash(std::to_string(i))), 1u);
-    pool.closed(0);
+    pool.closed(0, SharedLimit::Taken::Counted);
     EXPECT_FALSE(pool.full(0));
 }
 
@@ -328,29 +346,31 @@ TEST(PoolHealth, StateChangesAreReportedOnce) {
 TEST(PoolHealth, PassiveHealthCanBeTurnedOff) {
     UpstreamPool config = pool_of(BalancePolicy::RoundRobin, {{}, {}});
     config.passive.fall = 0;
-    PoolState pool(config, {}, 1);
+    PoolState pool(config, {});
     for (int i = 0; i < 10; ++i)
         EXPECT_FALSE(pool.connect_failed(0, t0));
     EXPECT_TRUE(pool.up(0, t0));
 }
 
-// ---- limits per shard
+// ---- limits shared by the shards
 
-TEST(ShardLimit, SplitEvenlyRoundedUp) {
-    EXPECT_EQ(per_shard_limit(10, 3), 4u);
-    EXPECT_EQ(per_shard_limit(9, 3), 3u);
-    EXPECT_EQ(per_shard_limit(2, 4), 1u); // never 0, which would mean no limit
-    EXPECT_EQ(per_shard_limit(0, 4), 0u); // no limit stays no limit
-    EXPECT_EQ(per_shard_limit(7, 0), 7u);
-}
-
-TEST(ShardLimit, AMembersLimitIsItsShardsPart) {
-    PoolState pool = state_of(BalancePolicy::RoundRobin, {{1, false, 10}, {}}, 3);
-    EXPECT_EQ(pool.member(0).max_active, 4u);
-    EXPECT_EQ(pool.member(1).max_active, 0u);
-    for (int i = 0; i < 4; ++i)
-        pool.opened(0);
-    EXPECT_TRUE(pool.full(0));
+TEST(SharedMemberLimit, EveryShardsPoolCountsAgainstOneLimit) {
+    const UpstreamPool config = pool_of(BalancePolicy::RoundRobin, {{1, false, 3}, {}});
+    SharedLimit first(3, 2);
+    SharedLimit second(0, 2);
+    const std::vector<SharedLimit*> limits{&first, &second};
+    PoolState shard0(config, {}, limits);
+    PoolState shard1(config, {}, limits);
+    EXPECT_EQ(shard0.opened(0), SharedLimit::Taken::Counted);
+    EXPECT_EQ(shard1.opened(0), SharedLimit::Taken::Counted);
+    EXPECT_EQ(shard1.opened(0), SharedLimit::Taken::Counted);
+    EXPECT_TRUE(shard0.full(0)); // 1 here and 2 on the other shard
+    EXPECT_EQ(shard0.opened(0), SharedLimit::Taken::No);
+    EXPECT_EQ(shard0.member(0).active, 1u); // each shard still balances by its own
+    shard1.closed(0, SharedLimit::Taken::Counted);
+    EXPECT_FALSE(shard0.full(0));
+    EXPECT_EQ(first.used(), 2u);
+    EXPECT_THROW(PoolState(config, {}, std::vector<SharedLimit*>{&first}), std::invalid_argument);
 }
 
 // ---- the tried set

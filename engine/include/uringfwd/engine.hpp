@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
@@ -45,6 +46,21 @@ struct MemberHealth {
     uint64_t transitions = 0; // times it went down or came back up
 };
 
+// How many connections the engine makes room for, worked out at start from the fd
+// limit (RLIMIT_NOFILE) as HAProxy derives maxconn from it: every connection on plain
+// fds holds two, every pipe two, and the engine keeps some for itself. Clients beyond
+// it wait in the listen backlog, as at a route's max_connections. With direct
+// descriptors, sockets live in each shard's registered file table instead, two slots a
+// connection.
+struct ConnectionRoom {
+    uint64_t fd_limit = 0;                 // the soft RLIMIT_NOFILE at start
+    std::size_t connections = 0;           // on plain fds, all shards together
+    std::size_t pipes_per_shard = 0;       // max_pipes, or fewer for the fds
+    uint64_t reserved_fds = 0;             // open at start or kept for the engine's own
+    bool direct = false;                   // the shards use direct descriptors
+    std::size_t connections_per_shard = 0; // direct: what each shard's table holds
+};
+
 class Engine {
 public:
     // Starts the shard threads, binds listeners and returns once they accept
@@ -71,6 +87,8 @@ public:
 
     // One line describing pipe size, ring features and the like, for a startup log.
     std::string describe() const;
+    // The room the fd limit (or the file tables) leave for connections.
+    ConnectionRoom connection_room() const;
 
     // Asks every shard to stop: listeners close at once (new clients are refused),
     // open connections may finish for `drain` (default: config.drain_timeout) and are

@@ -23,7 +23,10 @@ struct ConnectionInfo {
 
 struct ConnectionRecord {
     ConnectionInfo info;
-    Endpoint upstream; // the member it was forwarded to; empty if none was reached
+    // The member it was forwarded to; for one that never got there, the member (or
+    // selected address) its last connect attempt went to, whose failure `reason` and
+    // `error` give; empty when none was tried.
+    Endpoint upstream;
     uint64_t bytes_to_upstream = 0;
     uint64_t bytes_to_client = 0;
     std::chrono::microseconds connect_time{0}; // accept to upstream connected; 0 if never

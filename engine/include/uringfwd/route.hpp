@@ -48,9 +48,10 @@ struct UpstreamMember {
     unsigned weight = 1; // 1..1000
     // Used only while no primary member is up.
     bool backup = false;
-    // Open connections to this member at most; a full member is skipped. 0: no limit.
-    // Like every limit here it is split evenly among the shards (rounded up), which
-    // count on their own and share nothing.
+    // Open connections to this member at most, all shards together (connects in
+    // progress included); a full member is skipped. When every member a client may go
+    // to is full, it waits for one (as HAProxy queues for a full server) up to the
+    // pool's connect deadline, then is reset (closed_no_upstream). 0: no limit.
     std::size_t max_connections = 0;
     // A PROXY header to send to this member, overriding the route's send_proxy.
     std::optional<ProxyVersion> send_proxy = std::nullopt;
@@ -153,9 +154,9 @@ struct RouteConfig {
     // collide with).
     bool dual_stack = false;
     UpstreamPool pool;
-    // Open connections of the route at most; at the limit its listeners stop accepting
-    // (clients wait in the backlog) until one closes. Split evenly among the shards
-    // (rounded up): each shard counts its own. 0: no limit.
+    // Open connections of the route at most, all shards together (one counter the
+    // shards share on the admission path); at the limit its listeners stop accepting
+    // (clients wait in the backlog) until one closes, on any shard. 0: no limit.
     std::size_t max_connections = 0;
     // No byte in either direction for this long closes both sides with FIN. 0: never.
     std::chrono::milliseconds idle_timeout{0};

@@ -92,7 +92,9 @@ struct RouteStats {
     std::string name;
     uint64_t accepted = 0; // clients accepted or handed over
     uint64_t active = 0;   // open now
-    uint64_t waiting = 0;  // accepted while the route was at its limit, not yet let in
+    // Clients waiting at the route's limit: accepted while it was full, and those in
+    // the accept queue of its TCP listeners (a Unix socket's queue cannot be read).
+    uint64_t waiting = 0;
     // Connections closed per reason, indexed by CloseReason.
     std::array<uint64_t, kCloseReasonCount> closed{};
     // Bytes of its connections (to any upstream), counted as each one closes.
