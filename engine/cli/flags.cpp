@@ -1,5 +1,6 @@
 #include "cli/flags.hpp"
 
+#include "cli/process_log.hpp"
 #include "config/duration.hpp"
 #include "config/upgrade_socket_path.hpp"
 #include "net/cidr.hpp"
@@ -186,7 +187,7 @@ void apply_engine_flags(const CLI::App& app, const Flags& flags, EngineConfig& c
 } // namespace
 
 void fail(const std::string& message) {
-    std::fprintf(stderr, "uring-fwd: error: %s\n", message.c_str());
+    process_log(LogLevel::Error).error("{}", message);
     std::exit(1);
 }
 

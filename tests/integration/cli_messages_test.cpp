@@ -3,14 +3,20 @@
 #include "tests/support/binary_process.hpp"
 #include "tests/support/echo_server.hpp"
 #include "tests/support/proc_stats.hpp"
+#include "tests/support/scripted_peer.hpp"
 #include "tests/support/sockets.hpp"
 #include "tests/support/temp_config_file.hpp"
 
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include <chrono>
 #include <optional>
+#include <regex>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace uringfwd::test {
@@ -23,6 +29,121 @@ std::unique_ptr<BinaryProcess> started(std::vector<std::string> args) {
     auto fwd = std::make_unique<BinaryProcess>(uring_fwd_binary(), std::move(args));
     EXPECT_TRUE(fwd->wait_listening(Deadline{10s})) << fwd->stderr_text();
     return fwd;
+}
+
+// Where a started process listens (read again from its start line).
+std::optional<Endpoint> listening_endpoint(BinaryProcess& process) {
+    return process.wait_listening(Deadline{1s});
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);)
+        if (!line.empty())
+            out.push_back(line);
+    return out;
+}
+
+// The engine's format (support/logger.cpp): UTC time to the millisecond, the level,
+// who says it.
+const std::regex kLogLine{
+    R"(^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (error|warn|info|debug) [a-z0-9 -]+: .+$)"};
+
+void expect_every_line_formatted(const std::string& err) {
+    for (const std::string& line : lines_of(err))
+        EXPECT_TRUE(std::regex_match(line, kLogLine)) << "not in the log format: " << line;
+}
+
+bool stderr_has(BinaryProcess& process, const std::string& text) {
+    return eventually([&] { return process.stderr_text().find(text) != std::string::npos; },
+                      Deadline{5s});
+}
+
+std::string one_route(const Endpoint& upstream) {
+    return "[[route]]\nname = \"web\"\nlisten = \"127.0.0.1:0\"\nidle_timeout = \"1m\"\n"
+           "[[route.upstream]]\naddress = \"" +
+           upstream.to_string() + "\"\n";
+}
+
+// Start, SIGUSR1, a good and a broken SIGHUP, SIGTERM and the exit: each line of the
+// binary's own carries a time and a level, as the engine's lines do, and the last one
+// says why it exits and with which status.
+TEST(CliMessages, EveryLineOfTheProcessHasATimeAndALevel) {
+    EchoServer echo;
+    const ConfigFile file{one_route(echo.endpoint())};
+    auto fwd = started({"--config", file.path(), "--shards", "1"});
+    fwd->signal(SIGUSR1);
+    ASSERT_TRUE(stderr_has(*fwd, "uring-fwd: total: ")) << fwd->stderr_text();
+    fwd->signal(SIGHUP);
+    ASSERT_TRUE(stderr_has(*fwd, "SIGHUP: reloaded")) << fwd->stderr_text();
+    file.write("[[route]]\nname = \"web\"\nlisten = 5\n[[route.upstream]]\naddress = \"" +
+               echo.endpoint().to_string() + "\"\n");
+    fwd->signal(SIGHUP);
+    ASSERT_TRUE(stderr_has(*fwd, "still serving")) << fwd->stderr_text();
+    fwd->signal(SIGTERM);
+    const auto status = fwd->wait_exit(Deadline{10s});
+    ASSERT_TRUE(status && status->exited && status->code == 0) << fwd->stderr_text();
+    std::this_thread::sleep_for(50ms);
+
+    const std::string err = fwd->stderr_text();
+    expect_every_line_formatted(err);
+    EXPECT_NE(err.find("info uring-fwd: shard 0 cpu "), std::string::npos) << err;
+    EXPECT_NE(err.find("info uring-fwd: SIGHUP: reloaded " + file.path()), std::string::npos)
+        << err;
+    EXPECT_NE(err.find("error uring-fwd: SIGHUP: " + file.path() + ":3: "), std::string::npos)
+        << err;
+    EXPECT_NE(err.find("SIGHUP: " + file.path() +
+                       " has 1 error; still serving the configuration loaded before"),
+              std::string::npos)
+        << err;
+    const std::vector<std::string> lines = lines_of(err);
+    ASSERT_FALSE(lines.empty());
+    EXPECT_NE(lines.back().find(
+                  "info uring-fwd: exit status 0: stopped by SIGTERM; every connection finished"),
+              std::string::npos)
+        << err;
+}
+
+// A drain that runs out says so in the exit line.
+TEST(CliMessages, TheExitLineCountsWhatTheDrainReset) {
+    SilentServer upstream;
+    auto fwd = started({"--listen", "127.0.0.1:0", "--upstream", upstream.endpoint().to_string(),
+                        "--drain-timeout", "200ms"});
+    const std::optional<Endpoint> at = listening_endpoint(*fwd);
+    ASSERT_TRUE(at) << fwd->stderr_text();
+    UniqueFd client = connect_to(*at);
+    ASSERT_TRUE(eventually([&] { return upstream.accepted() == 1; }, Deadline{5s}));
+    fwd->signal(SIGINT);
+    const auto status = fwd->wait_exit(Deadline{10s});
+    ASSERT_TRUE(status && status->exited && status->code == 0) << fwd->stderr_text();
+    std::this_thread::sleep_for(50ms);
+    const std::string err = fwd->stderr_text();
+    expect_every_line_formatted(err);
+    EXPECT_NE(err.find("info uring-fwd: SIGINT: no new connections; open ones may finish "
+                       "within 200ms"),
+              std::string::npos)
+        << err;
+    EXPECT_NE(lines_of(err).back().find("exit status 0: stopped by SIGINT; 1 connection reset "
+                                        "(1 at the drain timeout, 0 by a second signal)"),
+              std::string::npos)
+        << err;
+}
+
+// A start that fails says why in one line of the same format.
+TEST(CliMessages, AFailedStartIsOneErrorLineInTheLogFormat) {
+    const Listener taken = listen_loopback(Family::Inet4);
+    BinaryProcess fwd{uring_fwd_binary(),
+                      {"--listen", taken.endpoint().to_string(), "--upstream", "127.0.0.1:1"}};
+    const auto status = fwd.wait_exit(Deadline{10s});
+    ASSERT_TRUE(status && status->exited && status->code == 1) << fwd.stderr_text();
+    std::this_thread::sleep_for(50ms);
+    const std::string err = fwd.stderr_text();
+    ASSERT_EQ(lines_of(err).size(), 1u) << err;
+    expect_every_line_formatted(err);
+    EXPECT_NE(err.find(" error uring-fwd: cannot listen on " + taken.endpoint().to_string()),
+              std::string::npos)
+        << err;
 }
 
 TEST(CliMessages, StartLineCountsOneShardInTheSingular) {
