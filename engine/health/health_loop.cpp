@@ -175,9 +175,7 @@ void HealthChecker::Loop::begin_check(Probe& p) {
             owner_.log_.warn("route \"{}\" upstream {}: check skipped, cannot open a "
                              "socket: {}{}",
                              p.target->route, p.target->member, describe_errno(err),
-                             local_errors_.suppressed() > 0
-                                 ? fmt::format(" ({} more skipped)", local_errors_.suppressed())
-                                 : std::string());
+                             suppressed_note(local_errors_.suppressed()));
         schedule(p, p.interval);
         return;
     }

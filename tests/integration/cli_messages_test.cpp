@@ -4,6 +4,7 @@
 #include "tests/support/echo_server.hpp"
 #include "tests/support/proc_stats.hpp"
 #include "tests/support/scripted_peer.hpp"
+#include "tests/support/socket_io.hpp"
 #include "tests/support/sockets.hpp"
 #include "tests/support/temp_config_file.hpp"
 
@@ -144,6 +145,32 @@ TEST(CliMessages, AFailedStartIsOneErrorLineInTheLogFormat) {
     EXPECT_NE(err.find(" error uring-fwd: cannot listen on " + taken.endpoint().to_string()),
               std::string::npos)
         << err;
+}
+
+// A refused upstream fails every client: 5 lines a second get through, and the next one
+// after the window counts the others in the words every throttled message ends with.
+TEST(CliMessages, AThrottledMessageSaysHowManyMoreWereSuppressed) {
+    Listener closed = listen_loopback(Family::Inet4);
+    const Endpoint refused = closed.endpoint();
+    closed = Listener{}; // nothing listens there now: every connect is refused
+    auto fwd =
+        started({"--listen", "127.0.0.1:0", "--upstream", refused.to_string(), "--shards", "1"});
+    const std::optional<Endpoint> at = listening_endpoint(*fwd);
+    ASSERT_TRUE(at) << fwd->stderr_text();
+    // Reset at once, perhaps before its connect completes on this side.
+    const auto reset_client = [&] {
+        UniqueFd client;
+        if (try_connect(*at, 5000ms, client) == 0)
+            recv_until_eof(client.get(), Deadline{5s});
+    };
+    for (int i = 0; i < 12; ++i)
+        reset_client();
+    std::this_thread::sleep_for(1100ms); // the throttle's window (support/log_throttle.hpp)
+    reset_client();
+    ASSERT_TRUE(stderr_has(*fwd, " more suppressed)")) << fwd->stderr_text();
+    const std::string err = fwd->stderr_text();
+    EXPECT_EQ(err.find("not logged"), std::string::npos) << err;
+    expect_every_line_formatted(err);
 }
 
 TEST(CliMessages, StartLineCountsOneShardInTheSingular) {
