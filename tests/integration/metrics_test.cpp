@@ -216,5 +216,36 @@ TEST(Metrics, BadAddressIsOneLineError) {
     EXPECT_NE(fwd.stderr_text().find("--metrics"), std::string::npos) << fwd.stderr_text();
 }
 
+// civetweb's bind fails with "null context when constructing CivetServer"; the
+// operator hears what went wrong instead, in one line.
+TEST(Metrics, APortInUseSaysSo) {
+    const Listener taken = listen_loopback(Family::Inet4);
+    BinaryProcess fwd{uring_fwd_binary(),
+                      {"--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9", "--metrics",
+                       taken.endpoint().to_string()}};
+    const auto status = fwd.wait_exit(Deadline{5s});
+    ASSERT_TRUE(status.has_value()) << fwd.stderr_text();
+    EXPECT_TRUE(status->exited && status->code == 1) << status->describe();
+    const std::string err = fwd.stderr_text();
+    EXPECT_NE(err.find("cannot serve metrics on " + taken.endpoint().to_string() +
+                       ": Address already in use\n"),
+              std::string::npos)
+        << err;
+    EXPECT_EQ(err.find("CivetServer"), std::string::npos) << err;
+}
+
+// A scraper pointed at a wrong path hears 404, not the metrics: civetweb alone served
+// /metrics/x and /metricsx too.
+TEST(Metrics, OnlyTheMetricsPathAnswers) {
+    RunningBinary fwd = start_binary("127.0.0.1:0", Endpoint::parse("127.0.0.1:9"),
+                                     {"--shards", "1", "--metrics", "127.0.0.1:0"});
+    const auto port = metrics_port(*fwd.process, Deadline{5s});
+    ASSERT_TRUE(port.has_value()) << fwd.process->stderr_text();
+    EXPECT_EQ(http_status(*port, "/metrics", Deadline{5s}), 200);
+    EXPECT_EQ(http_status(*port, "/metrics?name=x", Deadline{5s}), 200);
+    for (const char* path : {"/", "/metrics/", "/metrics/x", "/metricsx", "/favicon.ico", "/x"})
+        EXPECT_EQ(http_status(*port, path, Deadline{5s}), 404) << path;
+}
+
 } // namespace
 } // namespace uringfwd::test
