@@ -88,7 +88,8 @@ public:
     // and returns once it has run; false, without running it, once the shard has ended.
     bool call(const std::function<void()>& task);
     // On the shard's thread only (through call()): adds this shard's counts to `out`,
-    // one entry per route of the current configuration, matched by name.
+    // one entry per route of the current configuration, matched by name, then the
+    // routes and members a reconfigure removed, while connections drain on them.
     void add_route_stats(std::vector<RouteStats>& out) const;
     // On the shard's thread only (through call()): every listener stops accepting
     // without shutting its socket down (Listener::release()).
@@ -144,6 +145,7 @@ private:
     void run_calls();
     std::string apply(ShardChange& change);
     void prune_retired_routes();
+    void add_route_stats(const ShardRoute& route, bool retired, std::vector<RouteStats>& out) const;
     void plan_idle_sweep();
     void stop_now();
     void begin_stop();
