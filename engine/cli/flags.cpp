@@ -220,7 +220,7 @@ void add_flags(CLI::App& app, Flags& flags) {
         ->capture_default_str();
     add_duration(app, "--idle-timeout", flags.idle_timeout,
                  "close a connection (FIN) when no byte moved either way for this long "
-                 "(30s, 10m, 1h); 0 = never",
+                 "(30s, 10m, 1h); 0 = never (the start warns)",
                  kIdleTimeout);
     app.add_option("--max-connections", flags.max_connections,
                    "open connections at most (split among shards); more clients wait in the "

@@ -3,6 +3,7 @@
 #include "uringfwd/engine.hpp"
 
 #include "cli/flags.hpp"
+#include "cli/idle_timeout_warning.hpp"
 #include "cli/process_log.hpp"
 #include "cli/route_summary.hpp"
 #include "cli/service_notify.hpp"
@@ -91,6 +92,10 @@ uringfwd::EngineConfig config_from_file(const CLI::App& app, const uringfwd::cli
     if (flags.check) {
         std::printf("%s: ok\n%s\n", flags.config_path.c_str(),
                     uringfwd::cli::summarize_routes(*loaded.config).c_str());
+        // As a compiler warns: the file is good, and this is worth knowing.
+        const std::string warning = uringfwd::cli::idle_timeout_warning(*loaded.config, true);
+        if (!warning.empty())
+            std::fprintf(stderr, "%s: warning: %s\n", flags.config_path.c_str(), warning.c_str());
         std::exit(0);
     }
     return std::move(*loaded.config);
@@ -299,6 +304,11 @@ int main(int argc, char** argv) {
                  description, static_cast<unsigned long long>(fd_limit),
                  count_of(static_cast<uint64_t>(room > 0 ? room : 0), "connection"));
     }
+
+    if (const std::string warning =
+            uringfwd::cli::idle_timeout_warning(config, !flags.config_path.empty());
+        !warning.empty())
+        log.warn("{}", warning);
 
     // Every shard accepts now (Engine::start returns then). Under systemd an upgraded
     // process becomes the main one before the old one lets go.

@@ -173,6 +173,48 @@ TEST(CliMessages, AThrottledMessageSaysHowManyMoreWereSuppressed) {
     expect_every_line_formatted(err);
 }
 
+// idle_timeout defaults to never, and a client that goes silent then holds its
+// upstream connection for ever: the start warns once, naming each route without one
+// and how to set it (HAProxy warns so about missing timeouts), and --check says it too.
+TEST(CliMessages, RoutesWithoutAnIdleTimeoutAreNamedInOneWarning) {
+    EchoServer echo;
+    const auto route = [&](const std::string& name, const std::string& extra) {
+        return "[[route]]\nname = \"" + name + "\"\nlisten = \"127.0.0.1:0\"\n" + extra +
+               "[[route.upstream]]\naddress = \"" + echo.endpoint().to_string() + "\"\n";
+    };
+    const ConfigFile file{route("quiet", "") + route("timed", "idle_timeout = \"5m\"\n") +
+                          route("still", "")};
+    const std::string warning =
+        "routes \"quiet\", \"still\" have no idle timeout: a client that goes silent holds its "
+        "upstream connection for ever; set idle_timeout = \"10m\", say, or \"24h\" where "
+        "connections are quiet by design, in their [[route]] sections";
+    auto fwd = started({"--config", file.path(), "--shards", "1"});
+    std::string err = fwd->stderr_text();
+    EXPECT_NE(err.find(" warn uring-fwd: " + warning + "\n"), std::string::npos) << err;
+    EXPECT_EQ(err.find("no idle timeout"), err.rfind("no idle timeout")) << "once: " << err;
+    EXPECT_EQ(err.find("\"timed\""), std::string::npos) << err;
+
+    BinaryProcess check{uring_fwd_binary(), {"--config", file.path(), "--check"}};
+    const auto status = check.wait_exit(Deadline{5s});
+    ASSERT_TRUE(status && status->exited && status->code == 0) << check.stderr_text();
+    std::this_thread::sleep_for(50ms);
+    EXPECT_EQ(check.stderr_text(), file.path() + ": warning: " + warning + "\n");
+
+    // From the flags, the flag to give.
+    auto flags = started(
+        {"--listen", "127.0.0.1:0", "--upstream", echo.endpoint().to_string(), "--shards", "1"});
+    err = flags->stderr_text();
+    EXPECT_NE(err.find(" warn uring-fwd: route \"default\" has no idle timeout: a client that "
+                       "goes silent holds its upstream connection for ever; give --idle-timeout "
+                       "10m, say, or 24h where connections are quiet by design\n"),
+              std::string::npos)
+        << err;
+    auto timed = started({"--listen", "127.0.0.1:0", "--upstream", echo.endpoint().to_string(),
+                          "--shards", "1", "--idle-timeout", "1h"});
+    err = timed->stderr_text();
+    EXPECT_EQ(err.find("idle timeout"), std::string::npos) << err;
+}
+
 TEST(CliMessages, StartLineCountsOneShardInTheSingular) {
     EchoServer echo;
     auto fwd = started(

@@ -158,6 +158,8 @@ TEST(Cli, ConfigCheckAcceptsTheExample) {
     EXPECT_NE(lines[1].find("tls-grpc on :8443 for app.example.com, alpn h2 -> 1 upstream"),
               std::string::npos)
         << lines[1];
+    // No warning either: every route of the example has an idle_timeout.
+    EXPECT_EQ(proc.stderr_text(), "");
 }
 
 // Engine flags beside --config are fine (they override its [engine] values).
