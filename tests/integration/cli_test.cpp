@@ -245,7 +245,7 @@ TEST(Cli, ConfigFileMissingFails) {
 TEST(Cli, ConfigWithListenFails) {
     expect_one_line_error(
         run_to_exit({"--config", URING_FWD_EXAMPLE_CONFIG, "--listen", "127.0.0.1:0"}),
-        "cannot be used with --config");
+        "is a route setting: with --config, use listen in the route's [[route]] section");
 }
 
 TEST(Cli, CheckWithoutConfigFails) {
