@@ -110,7 +110,7 @@ TEST(CliMessages, EveryLineOfTheProcessHasATimeAndALevel) {
 TEST(CliMessages, TheExitLineCountsWhatTheDrainReset) {
     SilentServer upstream;
     auto fwd = started({"--listen", "127.0.0.1:0", "--upstream", upstream.endpoint().to_string(),
-                        "--drain-timeout", "200ms"});
+                        "--drain-timeout", "200ms", "--shards", "1"});
     const std::optional<Endpoint> at = listening_endpoint(*fwd);
     ASSERT_TRUE(at) << fwd->stderr_text();
     UniqueFd client = connect_to(*at);
@@ -123,6 +123,9 @@ TEST(CliMessages, TheExitLineCountsWhatTheDrainReset) {
     expect_every_line_formatted(err);
     EXPECT_NE(err.find("info uring-fwd: SIGINT: no new connections; open ones may finish "
                        "within 200ms"),
+              std::string::npos)
+        << err;
+    EXPECT_NE(err.find("info shard 0: stopping: waiting up to 200 ms for 1 connection to finish"),
               std::string::npos)
         << err;
     EXPECT_NE(lines_of(err).back().find("exit status 0: stopped by SIGINT; 1 connection reset "
@@ -189,6 +192,8 @@ TEST(CliMessages, RoutesWithoutAnIdleTimeoutAreNamedInOneWarning) {
         "upstream connection for ever; set idle_timeout = \"10m\", say, or \"24h\" where "
         "connections are quiet by design, in their [[route]] sections";
     auto fwd = started({"--config", file.path(), "--shards", "1"});
+    // Logged just after the start line.
+    ASSERT_TRUE(stderr_has(*fwd, "no idle timeout")) << fwd->stderr_text();
     std::string err = fwd->stderr_text();
     EXPECT_NE(err.find(" warn uring-fwd: " + warning + "\n"), std::string::npos) << err;
     EXPECT_EQ(err.find("no idle timeout"), err.rfind("no idle timeout")) << "once: " << err;
@@ -203,6 +208,7 @@ TEST(CliMessages, RoutesWithoutAnIdleTimeoutAreNamedInOneWarning) {
     // From the flags, the flag to give.
     auto flags = started(
         {"--listen", "127.0.0.1:0", "--upstream", echo.endpoint().to_string(), "--shards", "1"});
+    ASSERT_TRUE(stderr_has(*flags, "no idle timeout")) << flags->stderr_text();
     err = flags->stderr_text();
     EXPECT_NE(err.find(" warn uring-fwd: route \"default\" has no idle timeout: a client that "
                        "goes silent holds its upstream connection for ever; give --idle-timeout "
@@ -211,6 +217,9 @@ TEST(CliMessages, RoutesWithoutAnIdleTimeoutAreNamedInOneWarning) {
         << err;
     auto timed = started({"--listen", "127.0.0.1:0", "--upstream", echo.endpoint().to_string(),
                           "--shards", "1", "--idle-timeout", "1h"});
+    timed->signal(SIGTERM); // whatever it logs at start is out once it has exited
+    ASSERT_TRUE(timed->wait_exit(Deadline{10s})) << timed->stderr_text();
+    std::this_thread::sleep_for(50ms);
     err = timed->stderr_text();
     EXPECT_EQ(err.find("idle timeout"), std::string::npos) << err;
 }
