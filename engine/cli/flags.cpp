@@ -213,7 +213,7 @@ void apply_engine_flags(const CLI::App& app, const Flags& flags, EngineConfig& c
 } // namespace
 
 void fail(const std::string& message) {
-    process_log(LogLevel::Error).error("{}", message);
+    process_log().error("{}", message);
     std::exit(1);
 }
 

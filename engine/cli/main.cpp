@@ -58,9 +58,9 @@ rlim_t raise_fd_limit() {
     return lim.rlim_cur;
 }
 
-// SIGUSR1: asked for, so printed whatever --log-level says.
+// SIGUSR1: one line per shard and the total.
 void print_stats(const uringfwd::Engine& engine) {
-    const Logger log = uringfwd::cli::answer_log();
+    const Logger log = uringfwd::cli::process_log();
     for (const uringfwd::ShardStats& s : engine.shard_stats())
         log.info("shard {} cpu {} node {}: {}", s.shard, s.cpu, s.node, s.counters.to_line());
     log.info("total: {}", engine.stats().to_line());
@@ -187,7 +187,7 @@ int main(int argc, char** argv) {
                                         ? uringfwd::cli::config_from_flags(app, flags)
                                         : config_from_file(app, flags, operations);
     uringfwd::cli::apply_operation_flags(app, flags, operations);
-    const Logger log = uringfwd::cli::process_log(config.log_level);
+    const Logger log = uringfwd::cli::process_log();
 
     // A write to a socket the peer closed must come back as EPIPE, not kill us.
     signal(SIGPIPE, SIG_IGN);

@@ -2,12 +2,8 @@
 
 namespace uringfwd::cli {
 
-engine::Logger process_log(LogLevel level) {
-    return engine::Logger(level, nullptr, "uring-fwd");
-}
-
-engine::Logger answer_log() {
-    return process_log(LogLevel::Debug); // every level enabled
+engine::Logger process_log() {
+    return engine::Logger(LogLevel::Debug, nullptr, "uring-fwd"); // every level enabled
 }
 
 } // namespace uringfwd::cli

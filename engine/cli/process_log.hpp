@@ -5,15 +5,13 @@
 #pragma once
 
 #include "support/logger.hpp"
-#include "uringfwd/log.hpp"
 
 namespace uringfwd::cli {
 
-// Lines up to `level` (--log-level), under the prefix "uring-fwd".
-engine::Logger process_log(LogLevel level);
-
-// For lines an operator asked for (SIGUSR1's counters): written whatever --log-level
-// says, at level info.
-engine::Logger answer_log();
+// Under the prefix "uring-fwd", every level written: --log-level filters the engine's
+// lines, while these are one per event an operator caused or must know of (the start,
+// a signal, a reload, the exit), as they were before they carried a level, and scripts
+// and tests wait for the start line.
+engine::Logger process_log();
 
 } // namespace uringfwd::cli

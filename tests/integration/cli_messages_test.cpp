@@ -224,6 +224,21 @@ TEST(CliMessages, RoutesWithoutAnIdleTimeoutAreNamedInOneWarning) {
     EXPECT_EQ(err.find("idle timeout"), std::string::npos) << err;
 }
 
+// --log-level quiets the engine, not the process's own lines: scripts (and these
+// tests) wait for the start line, and an operator wants the exit said.
+TEST(CliMessages, TheProcessLinesAreWrittenAtAnyLogLevel) {
+    EchoServer echo;
+    auto fwd = started({"--listen", "127.0.0.1:0", "--upstream", echo.endpoint().to_string(),
+                        "--shards", "1", "--log-level", "error", "--idle-timeout", "1m"});
+    fwd->signal(SIGTERM);
+    ASSERT_TRUE(fwd->wait_exit(Deadline{10s})) << fwd->stderr_text();
+    std::this_thread::sleep_for(50ms);
+    const std::string err = fwd->stderr_text();
+    EXPECT_NE(err.find(" info uring-fwd: version "), std::string::npos) << err;
+    EXPECT_NE(err.find(" info uring-fwd: exit status 0: stopped by SIGTERM"), std::string::npos)
+        << err;
+}
+
 TEST(CliMessages, StartLineCountsOneShardInTheSingular) {
     EchoServer echo;
     auto fwd = started(
