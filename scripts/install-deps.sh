@@ -10,7 +10,7 @@ packages=(
   build-essential pkg-config meson ninja-build
   liburing-dev libfmt-dev libcli11-dev        # the engine
   libtomlplusplus-dev                         # the engine: its configuration file
-  prometheus-cpp-dev                          # the binary's /metrics (not liburingfwd)
+  prometheus-cpp-dev libcivetweb-dev          # the binary's /metrics (not liburingfwd)
   socat                                       # the demo's echo server, some tests
 )
 if [[ "${1:-}" != "--run" ]]; then

@@ -128,7 +128,8 @@ async def main_async(args):
             proc.kill()
             _, err = proc.communicate()
         server.close()
-    totals = [l for l in err.splitlines() if l.startswith("uring-fwd: total:")]
+    # "TIME info uring-fwd: total: k=v ..." (the binary's lines carry a time and level).
+    totals = [l for l in err.splitlines() if "uring-fwd: total:" in l]
     return rows, counters, totals[-1] if totals else "(no totals line)", proc.returncode
 
 

@@ -8,6 +8,7 @@
 #include "routing/route_table.hpp"
 #include "shard/shard.hpp"
 #include "support/logger.hpp"
+#include "support/plural.hpp"
 #include "uringfwd/cpu_list.hpp"
 #include "uringfwd/numa_topology.hpp"
 
@@ -194,7 +195,7 @@ std::string Engine::Impl::describe() const {
         std::lock_guard lock(plan_mu_);
         out = describe_routes();
     }
-    out += fmt::format("; {} shards ({})", shards_.size(), nodes);
+    out += fmt::format("; {} ({})", engine::count_of(shards_.size(), "shard"), nodes);
     for (std::size_t i = 0; i < shards_.size(); ++i)
         out += fmt::format("; shard {}: {}", i, shards_[i]->describe());
     return out;

@@ -1,5 +1,6 @@
 #include "cli/flags.hpp"
 
+#include "cli/process_log.hpp"
 #include "config/duration.hpp"
 #include "config/upgrade_socket_path.hpp"
 #include "net/cidr.hpp"
@@ -14,18 +15,44 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <stdexcept>
+#include <string>
 
 namespace uringfwd::cli {
 namespace {
 
-// The flags that say what to serve; a configuration file's routes replace them.
-constexpr const char* kRouteFlags[] = {"--listen",          "--upstream",   "--connect-timeout",
-                                       "--balance",         "--retries",    "--idle-timeout",
-                                       "--max-connections", "--dual-stack", "--accept-proxy",
-                                       "--trusted-sources", "--send-proxy", "--inspect-timeout"};
+// The flags that say what to serve, each with what the configuration file says it
+// with: a file's routes replace them, so beside --config each is refused, naming its key.
+struct RouteFlag {
+    const char* flag;
+    const char* in_file;
+};
+constexpr RouteFlag kRouteFlags[] = {
+    {"--listen", "listen"},
+    {"--dual-stack", "dual_stack"},
+    {"--upstream", "a [[route.upstream]] table (address = ...) per member"},
+    {"--balance", "balance"},
+    {"--retries", "retries"},
+    {"--idle-timeout", "idle_timeout"},
+    {"--max-connections", "max_connections"},
+    {"--connect-timeout", "connect_timeout"},
+    {"--accept-proxy", "accept_proxy"},
+    {"--trusted-sources", "trusted_sources"},
+    {"--send-proxy", "send_proxy"},
+    {"--inspect-timeout", "inspect_timeout"},
+};
+
+// "--listen, --dual-stack, ... and --inspect-timeout", for --config's help.
+std::string route_flag_list() {
+    std::string out;
+    const std::size_t n = std::size(kRouteFlags);
+    for (std::size_t i = 0; i < n; ++i)
+        out += fmt::format("{}{}", i == 0 ? "" : i + 1 == n ? " and " : ", ", kRouteFlags[i].flag);
+    return out;
+}
 
 std::vector<int> parse_cpus(const std::string& flag, const std::string& text) {
     try {
@@ -190,18 +217,17 @@ void apply_engine_flags(const CLI::App& app, const Flags& flags, EngineConfig& c
 } // namespace
 
 void fail(const std::string& message) {
-    std::fprintf(stderr, "uring-fwd: error: %s\n", message.c_str());
+    process_log().error("{}", message);
     std::exit(1);
 }
 
 void add_flags(CLI::App& app, Flags& flags) {
     app.add_option("-c,--config", flags.config_path,
                    "routes, pools and engine settings from a TOML file (see "
-                   "examples/uring-fwd.toml); replaces the route flags (--listen, --upstream, "
-                   "--dual-stack, --balance, --retries, --idle-timeout, --max-connections, "
-                   "--connect-timeout, --accept-proxy, --trusted-sources, --send-proxy, "
-                   "--inspect-timeout), and engine flags given as well override its [engine] "
-                   "values");
+                   "examples/uring-fwd.toml); it replaces the route flags, " +
+                       route_flag_list() +
+                       ", which are refused beside it, and engine flags given as well override "
+                       "its [engine] values");
     app.add_flag("--check", flags.check,
                  "with --config: check the file and exit, printing \"FILE: ok\" and its routes "
                  "(status 0) or every error as FILE:LINE: message (status 1)");
@@ -223,7 +249,7 @@ void add_flags(CLI::App& app, Flags& flags) {
         ->capture_default_str();
     add_duration(app, "--idle-timeout", flags.idle_timeout,
                  "close a connection (FIN) when no byte moved either way for this long "
-                 "(30s, 10m, 1h); 0 = never",
+                 "(30s, 10m, 1h); 0 = never (the start warns)",
                  kIdleTimeout);
     app.add_option("--max-connections", flags.max_connections,
                    "open connections at most, all shards together; more clients wait in the "
@@ -398,11 +424,11 @@ EngineConfig config_from_flags(const CLI::App& app, const Flags& flags) {
 }
 
 void apply_flags_over_file(const CLI::App& app, const Flags& flags, EngineConfig& config) {
-    for (const char* flag : kRouteFlags)
-        if (app.count(flag) > 0)
-            fail(fmt::format("{} cannot be used with --config: the file's routes say where to "
-                             "listen and forward",
-                             flag));
+    for (const RouteFlag& route_flag : kRouteFlags)
+        if (app.count(route_flag.flag) > 0)
+            fail(fmt::format("{} is a route setting: with --config, use {} in the route's "
+                             "[[route]] section",
+                             route_flag.flag, route_flag.in_file));
     apply_engine_flags(app, flags, config);
 }
 

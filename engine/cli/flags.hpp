@@ -15,7 +15,7 @@
 
 namespace uringfwd::cli {
 
-// Prints "uring-fwd: error: MESSAGE" on one line and exits with status 1.
+// Logs MESSAGE as one error line (process_log.hpp) and exits with status 1.
 [[noreturn]] void fail(const std::string& message);
 
 // A default of EngineConfig as a duration flag writes it ("5s").

@@ -3,12 +3,15 @@
 #include "uringfwd/engine.hpp"
 
 #include "cli/flags.hpp"
+#include "cli/idle_timeout_warning.hpp"
+#include "cli/process_log.hpp"
 #include "cli/route_summary.hpp"
 #include "cli/service_notify.hpp"
 #include "cli/socket_activation.hpp"
 #include "cli/upgrade.hpp"
 #include "ops/access_log.hpp"
 #include "ops/metrics_server.hpp"
+#include "support/plural.hpp"
 #include "uringfwd/config_file.hpp"
 #include "uringfwd/version.hpp"
 
@@ -29,6 +32,8 @@
 namespace {
 
 using uringfwd::cli::fail;
+using uringfwd::engine::count_of;
+using uringfwd::engine::Logger;
 
 // Starts the successor of a binary upgrade (with --upgrade-socket). Not SIGUSR2, which
 // reopens the access log as logrotate expects, nor SIGUSR1 (the stats line); a signal
@@ -53,11 +58,12 @@ rlim_t raise_fd_limit() {
     return lim.rlim_cur;
 }
 
+// SIGUSR1: one line per shard and the total.
 void print_stats(const uringfwd::Engine& engine) {
+    const Logger log = uringfwd::cli::process_log();
     for (const uringfwd::ShardStats& s : engine.shard_stats())
-        std::fprintf(stderr, "uring-fwd: shard %d cpu %d node %d: %s\n", s.shard, s.cpu, s.node,
-                     s.counters.to_line().c_str());
-    std::fprintf(stderr, "uring-fwd: total: %s\n", engine.stats().to_line().c_str());
+        log.info("shard {} cpu {} node {}: {}", s.shard, s.cpu, s.node, s.counters.to_line());
+    log.info("total: {}", engine.stats().to_line());
 }
 
 // The address a scraper uses: the bound port in place of 0.
@@ -86,6 +92,10 @@ uringfwd::EngineConfig config_from_file(const CLI::App& app, const uringfwd::cli
     if (flags.check) {
         std::printf("%s: ok\n%s\n", flags.config_path.c_str(),
                     uringfwd::cli::summarize_routes(*loaded.config).c_str());
+        // As a compiler warns: the file is good, and this is worth knowing.
+        const std::string warning = uringfwd::cli::idle_timeout_warning(*loaded.config, true);
+        if (!warning.empty())
+            std::fprintf(stderr, "%s: warning: %s\n", flags.config_path.c_str(), warning.c_str());
         std::exit(0);
     }
     return std::move(*loaded.config);
@@ -93,60 +103,68 @@ uringfwd::EngineConfig config_from_file(const CLI::App& app, const uringfwd::cli
 
 // SIGHUP: read the file again and serve its routes. A file with errors (each printed
 // as FILE:LINE: message) changes nothing; engine-wide settings wait for a restart.
+// A running process's log, not a terminal: each FILE:LINE error is a line of it.
 void reload_file(uringfwd::Engine& engine, const CLI::App& app, const uringfwd::cli::Flags& flags,
-                 uringfwd::EngineConfig& running, const uringfwd::OperationsConfig& operations) {
+                 uringfwd::EngineConfig& running, const uringfwd::OperationsConfig& operations,
+                 const Logger& log) {
     if (flags.config_path.empty()) {
-        std::fprintf(stderr, "uring-fwd: SIGHUP: no --config file to read again; ignored\n");
+        log.warn("SIGHUP: no --config file to read again; ignored");
         return;
     }
     uringfwd::ConfigFileResult loaded =
         uringfwd::load_config_file(flags.config_path, {}, uringfwd::NameLookup::Resolve);
     if (!loaded.config) {
         for (const std::string& error : loaded.errors)
-            std::fprintf(stderr, "%s\n", error.c_str());
-        std::fprintf(stderr,
-                     "uring-fwd: SIGHUP: %s has %zu errors; still serving the "
-                     "configuration loaded before\n",
-                     flags.config_path.c_str(), loaded.errors.size());
+            log.error("SIGHUP: {}", error);
+        log.error("SIGHUP: {} has {}; still serving the configuration loaded before",
+                  flags.config_path, count_of(loaded.errors.size(), "error"));
         return;
     }
     uringfwd::cli::apply_flags_over_file(app, flags, *loaded.config);
     uringfwd::ReloadResult result = engine.reconfigure(*loaded.config);
     if (!result.applied) {
         for (const std::string& error : result.errors)
-            std::fprintf(stderr, "uring-fwd: SIGHUP: %s\n", error.c_str());
-        std::fprintf(stderr, "uring-fwd: SIGHUP: not applied; still serving the configuration "
-                             "loaded before\n");
+            log.error("SIGHUP: {}", error);
+        log.error("SIGHUP: not applied; still serving the configuration loaded before");
         return;
     }
     // The engine has logged the new routes and what needs a restart.
     running.routes = loaded.config->routes;
     uringfwd::cli::apply_operation_flags(app, flags, loaded.operations);
     if (!(loaded.operations == operations))
-        std::fprintf(stderr, "uring-fwd: SIGHUP: metrics and access_log keep their settings "
-                             "until a restart\n");
-    std::fprintf(stderr, "uring-fwd: SIGHUP: reloaded %s\n", flags.config_path.c_str());
+        log.warn("SIGHUP: metrics and access_log keep their settings until a restart");
+    log.info("SIGHUP: reloaded {}", flags.config_path);
 }
 
 // SIGHUP under systemd: RELOADING=1 before, READY=1 after, whatever the outcome (the
 // old configuration still serves when the new one is refused).
 void reload(uringfwd::Engine& engine, const CLI::App& app, const uringfwd::cli::Flags& flags,
             uringfwd::EngineConfig& running, const uringfwd::OperationsConfig& operations,
-            const uringfwd::cli::ServiceNotifier& notify) {
+            const uringfwd::cli::ServiceNotifier& notify, const Logger& log) {
     notify.reloading();
-    reload_file(engine, app, flags, running, operations);
+    reload_file(engine, app, flags, running, operations, log);
     notify.ready("serving; reloaded on SIGHUP (see the log for the outcome)");
 }
 
 // A successor started on the upgrade signal that ended (it failed to start: it logged why).
-void reap_successor(pid_t& successor) {
+void reap_successor(pid_t& successor, const Logger& log) {
     int status = 0;
     if (successor > 0 && ::waitpid(successor, &status, WNOHANG) == successor) {
-        std::fprintf(stderr, "uring-fwd: the successor process %d ended (%s %d); serving on\n",
-                     static_cast<int>(successor), WIFEXITED(status) ? "exit status" : "signal",
-                     WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+        log.warn("the successor process {} ended ({} {}); serving on", static_cast<int>(successor),
+                 WIFEXITED(status) ? "exit status" : "signal",
+                 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
         successor = -1;
     }
+}
+
+// The last line before a normal exit: why, with which status, and what the drain left.
+void log_exit(const Logger& log, const std::string& why, const uringfwd::EngineStats& stats) {
+    const uint64_t reset = stats.closed_drain_timeout + stats.closed_stopped;
+    log.info("exit status 0: {}; {}", why,
+             reset == 0 ? std::string("every connection finished")
+                        : fmt::format("{} reset ({} at the drain timeout, {} by a second signal)",
+                                      count_of(reset, "connection"), stats.closed_drain_timeout,
+                                      stats.closed_stopped));
 }
 
 } // namespace
@@ -169,6 +187,7 @@ int main(int argc, char** argv) {
                                         ? uringfwd::cli::config_from_flags(app, flags)
                                         : config_from_file(app, flags, operations);
     uringfwd::cli::apply_operation_flags(app, flags, operations);
+    const Logger log = uringfwd::cli::process_log();
 
     // A write to a socket the peer closed must come back as EPIPE, not kill us.
     signal(SIGPIPE, SIG_IGN);
@@ -217,8 +236,8 @@ int main(int argc, char** argv) {
             // The old process lets go of every socket it handed us: serve them all, or
             // refuse (it then serves on as if nothing had happened).
             config.serve_every_inherited = true;
-            std::fprintf(stderr, "uring-fwd: upgrade: took %zu listening sockets from process %d\n",
-                         fds.size(), static_cast<int>(takeover->old_pid()));
+            log.info("upgrade: took {} from process {}", count_of(fds.size(), "listening socket"),
+                     static_cast<int>(takeover->old_pid()));
         }
     }
 
@@ -251,8 +270,8 @@ int main(int argc, char** argv) {
     for (int fd : activated.fds)
         ::close(fd); // the engine holds its own dups
     if (!activated.fds.empty())
-        std::fprintf(stderr, "uring-fwd: socket activation: %zu listening sockets passed\n",
-                     activated.fds.size());
+        log.info("socket activation: {} passed",
+                 count_of(activated.fds.size(), "listening socket"));
     std::unique_ptr<uringfwd::ops::MetricsServer> metrics;
     if (operations.metrics) {
         try {
@@ -263,26 +282,26 @@ int main(int argc, char** argv) {
             engine->wait();
             fail(e.what());
         }
-        std::fprintf(stderr, "uring-fwd: metrics at http://%s/metrics\n",
-                     metrics_address(*operations.metrics, metrics->port()).c_str());
+        log.info("metrics at http://{}/metrics",
+                 metrics_address(*operations.metrics, metrics->port()));
     }
     // The room the engine worked out from the fd limit (or the file tables), which it
     // enforces: clients beyond it wait in the listen backlog.
     const uringfwd::ConnectionRoom room = engine->connection_room();
     const std::string description = engine->describe();
     if (room.direct)
-        std::fprintf(stderr,
-                     "uring-fwd %s: %s; fd limit %llu (direct descriptors: room for %zu "
-                     "connections per shard)\n",
-                     std::string(uringfwd::version()).c_str(), description.c_str(),
-                     static_cast<unsigned long long>(room.fd_limit), room.connections_per_shard);
+        log.info("version {}; {}; fd limit {} (direct descriptors: room for {} per shard)",
+                 uringfwd::version(), description, static_cast<unsigned long long>(room.fd_limit),
+                 count_of(room.connections_per_shard, "connection"));
     else
-        std::fprintf(stderr,
-                     "uring-fwd %s: %s; fd limit %llu (room for %zu connections; pipes per "
-                     "shard: %zu)\n",
-                     std::string(uringfwd::version()).c_str(), description.c_str(),
-                     static_cast<unsigned long long>(room.fd_limit), room.connections,
-                     room.pipes_per_shard);
+        log.info("version {}; {}; fd limit {} (room for {}; pipes per shard: {})",
+                 uringfwd::version(), description, static_cast<unsigned long long>(room.fd_limit),
+                 count_of(room.connections, "connection"), room.pipes_per_shard);
+
+    if (const std::string warning =
+            uringfwd::cli::idle_timeout_warning(config, !flags.config_path.empty());
+        !warning.empty())
+        log.warn("{}", warning);
 
     // Every shard accepts now (Engine::start returns then). Under systemd an upgraded
     // process becomes the main one before the old one lets go.
@@ -290,13 +309,13 @@ int main(int argc, char** argv) {
     const std::string serving = "serving: " + described.substr(0, described.find("; shard 0:"));
     if (takeover) {
         notify.main_pid_ready(serving);
-        const bool released = takeover->finish();
+        const bool released = takeover->finish(log);
         // A client whose wake-up went to the old process's cancelled accept is still
         // queued: take it now (Engine::rearm_listeners()).
         engine->rearm_listeners();
         if (released)
-            std::fprintf(stderr, "uring-fwd: upgrade: process %d stopped accepting and drains\n",
-                         static_cast<int>(takeover->old_pid()));
+            log.info("upgrade: process {} stopped accepting and drains",
+                     static_cast<int>(takeover->old_pid()));
         takeover.reset();
     } else {
         notify.ready(serving);
@@ -308,6 +327,7 @@ int main(int argc, char** argv) {
     // The first SIGTERM/SIGINT stops accepting and lets connections drain; a second one
     // resets what is left. Waiting with a timeout lets us notice when the drain is over.
     bool stopping = false;
+    std::string stopped_by; // for the exit line
     for (;;) {
         timespec tick{0, 100 * 1000 * 1000};
         int sig = sigtimedwait(&signals, nullptr, &tick);
@@ -319,32 +339,32 @@ int main(int argc, char** argv) {
             if (access_log)
                 access_log->reopen();
         } else if (sig == SIGHUP && !stopping) {
-            reload(*engine, app, flags, config, operations, notify);
+            reload(*engine, app, flags, config, operations, notify, log);
         } else if (sig == upgrade_signal() && !stopping) {
             if (!upgrade)
-                std::fprintf(stderr, "uring-fwd: SIGRTMIN+1: no --upgrade-socket; ignored\n");
+                log.warn("SIGRTMIN+1: no --upgrade-socket; ignored");
             else if (successor > 0)
-                std::fprintf(stderr, "uring-fwd: SIGRTMIN+1: process %d is already starting\n",
-                             static_cast<int>(successor));
+                log.warn("SIGRTMIN+1: process {} is already starting", static_cast<int>(successor));
             else
-                successor = uringfwd::cli::start_successor(argv);
+                successor = uringfwd::cli::start_successor(argv, log);
         } else if ((sig == SIGINT || sig == SIGTERM) && !stopping) {
             stopping = true;
+            stopped_by = fmt::format("stopped by {}", sig == SIGINT ? "SIGINT" : "SIGTERM");
             notify.stopping("draining: no new connections");
-            std::fprintf(stderr,
-                         "uring-fwd: %s: no new connections; open ones may finish within %lld ms\n",
-                         sig == SIGINT ? "SIGINT" : "SIGTERM",
-                         static_cast<long long>(config.drain_timeout.count()));
+            log.info("{}: no new connections; open ones may finish within {}",
+                     sig == SIGINT ? "SIGINT" : "SIGTERM",
+                     uringfwd::cli::default_duration(config.drain_timeout));
             engine->stop();
         } else if (sig == SIGINT || sig == SIGTERM) {
-            std::fprintf(stderr, "uring-fwd: second signal: resetting open connections\n");
+            log.warn("second signal: resetting open connections");
             engine->stop(std::chrono::milliseconds{0});
         }
-        reap_successor(successor);
-        if (!stopping && upgrade && upgrade->serve_successor(*engine)) {
+        reap_successor(successor, log);
+        if (!stopping && upgrade && upgrade->serve_successor(*engine, log)) {
             // The successor accepts on our sockets and is the main process: no
             // STOPPING=1 from us, which would stop the service.
             stopping = true;
+            stopped_by = "a successor took over";
             engine->stop();
         }
         if (stopping && engine->stopped())
@@ -354,5 +374,6 @@ int main(int argc, char** argv) {
     metrics.reset();
     if (access_log)
         access_log->stop(); // every line of every connection closed
+    log_exit(log, stopped_by, engine->stats());
     return 0;
 }

@@ -1,5 +1,7 @@
 #include "cli/route_summary.hpp"
 
+#include "support/plural.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -7,9 +9,7 @@
 namespace uringfwd::cli {
 namespace {
 
-std::string plural(std::size_t n, const char* word) {
-    return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s");
-}
+using engine::count_of;
 
 std::string summarize(const RouteConfig& route) {
     std::string listen;
@@ -24,15 +24,15 @@ std::string summarize(const RouteConfig& route) {
     for (const std::string& protocol : route.alpn)
         tls += fmt::format("{}alpn {}", tls.empty() ? " for " : ", ", protocol);
     return fmt::format("{} on {}{} -> {}{}, {}", route.name, listen, tls,
-                       plural(members.size(), "upstream"),
-                       backups > 0 ? fmt::format(" ({})", plural(backups, "backup")) : "",
+                       count_of(members.size(), "upstream"),
+                       backups > 0 ? fmt::format(" ({})", count_of(backups, "backup")) : "",
                        to_string(route.pool.balance));
 }
 
 } // namespace
 
 std::string summarize_routes(const EngineConfig& config) {
-    std::string out = plural(config.routes.size(), "route") + ":";
+    std::string out = count_of(config.routes.size(), "route") + ":";
     for (std::size_t i = 0; i < config.routes.size(); ++i)
         out += (i == 0 ? " " : "; ") + summarize(config.routes[i]);
     return out;

@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 #include <string_view>
@@ -137,7 +136,7 @@ std::vector<int> UpgradeTakeover::fds() const {
     return out;
 }
 
-bool UpgradeTakeover::finish() {
+bool UpgradeTakeover::finish(const engine::Logger& log) {
     fds_.clear(); // the engine holds its own dups
     try {
         send_text(conn_.get(), "accepting");
@@ -145,8 +144,8 @@ bool UpgradeTakeover::finish() {
         if (reply != "released")
             throw std::runtime_error(fmt::format("upgrade socket: unexpected '{}'", reply));
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "uring-fwd: upgrade: %s; process %d may still accept until it ends\n",
-                     e.what(), static_cast<int>(old_pid_));
+        log.warn("upgrade: {}; process {} may still accept until it ends", e.what(),
+                 static_cast<int>(old_pid_));
         return false;
     }
     conn_.reset();
@@ -170,7 +169,7 @@ UpgradeListener::~UpgradeListener() {
         ::unlink(path_.c_str());
 }
 
-bool UpgradeListener::serve_successor(Engine& engine) {
+bool UpgradeListener::serve_successor(Engine& engine, const engine::Logger& log) {
     if (handed_over_)
         return false;
     uring::UniqueFd conn(::accept4(fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
@@ -182,8 +181,7 @@ bool UpgradeListener::serve_successor(Engine& engine) {
     socklen_t peer_length = sizeof(peer);
     if (::getsockopt(conn.get(), SOL_SOCKET, SO_PEERCRED, &peer, &peer_length) != 0 ||
         peer.uid != ::geteuid()) {
-        std::fprintf(stderr, "uring-fwd: upgrade: refused a process of uid %u\n",
-                     static_cast<unsigned>(peer.uid));
+        log.warn("upgrade: refused a process of uid {}", static_cast<unsigned>(peer.uid));
         return false;
     }
     set_timeout(conn.get());
@@ -194,14 +192,12 @@ bool UpgradeListener::serve_successor(Engine& engine) {
         for (std::size_t i = 0; i < fds.size(); i += kFdsPerMessage)
             send_text(conn.get(), "fds", fds.data() + i, std::min(kFdsPerMessage, fds.size() - i));
         send_text(conn.get(), fmt::format("end {}", ::getpid()));
-        std::fprintf(stderr,
-                     "uring-fwd: upgrade: process %d asked for the listening sockets; "
-                     "handed it %zu\n",
-                     static_cast<int>(peer.pid), fds.size());
+        log.info("upgrade: process {} asked for the listening sockets; handed it {}",
+                 static_cast<int>(peer.pid), fds.size());
         if (receive_text(conn.get()) != "accepting")
             throw std::runtime_error("upgrade socket: unexpected answer");
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "uring-fwd: upgrade: %s; serving on\n", e.what());
+        log.warn("upgrade: {}; serving on", e.what());
         return false;
     }
     // It accepts on the same sockets: stop taking clients (without shutting them
@@ -214,17 +210,15 @@ bool UpgradeListener::serve_successor(Engine& engine) {
     } catch (const std::exception&) {
         // It went away after accepting: nothing for us to undo.
     }
-    std::fprintf(stderr, "uring-fwd: upgrade: process %d accepts now; draining\n",
-                 static_cast<int>(peer.pid));
+    log.info("upgrade: process {} accepts now; draining", static_cast<int>(peer.pid));
     return true;
 }
 
-pid_t start_successor(char** argv) {
+pid_t start_successor(char** argv, const engine::Logger& log) {
     char buffer[4096];
     const ssize_t n = ::readlink("/proc/self/exe", buffer, sizeof(buffer) - 1);
     if (n <= 0) {
-        std::fprintf(stderr, "uring-fwd: SIGRTMIN+1: cannot read /proc/self/exe: %s\n",
-                     std::strerror(errno));
+        log.error("SIGRTMIN+1: cannot read /proc/self/exe: {}", std::strerror(errno));
         return -1;
     }
     std::string path(buffer, static_cast<std::size_t>(n));
@@ -242,12 +236,10 @@ pid_t start_successor(char** argv) {
     const int rc = ::posix_spawn(&pid, path.c_str(), nullptr, &attr, argv, environ);
     posix_spawnattr_destroy(&attr);
     if (rc != 0) {
-        std::fprintf(stderr, "uring-fwd: SIGRTMIN+1: cannot start %s: %s\n", path.c_str(),
-                     std::strerror(rc));
+        log.error("SIGRTMIN+1: cannot start {}: {}", path, std::strerror(rc));
         return -1;
     }
-    std::fprintf(stderr, "uring-fwd: SIGRTMIN+1: started %s as process %d to take over\n",
-                 path.c_str(), static_cast<int>(pid));
+    log.info("SIGRTMIN+1: started {} as process {} to take over", path, static_cast<int>(pid));
     return pid;
 }
 

@@ -13,6 +13,7 @@
 //   old -> new  "released"
 #pragma once
 
+#include "support/logger.hpp"
 #include "uring/unique_fd.hpp"
 #include "uringfwd/engine.hpp"
 
@@ -39,7 +40,7 @@ public:
     // Our engine accepts on the sockets: tells the old process to let go and waits
     // (bounded) until it has. False, with the reason logged, when it did not answer;
     // both then accept on the sockets until it ends, which loses nothing.
-    bool finish();
+    bool finish(const engine::Logger& log);
 
 private:
     uring::UniqueFd conn_;
@@ -62,7 +63,7 @@ public:
     // engine's listeners are released (Engine::release_listeners()) and this socket
     // is closed; the caller then drains with Engine::stop(). False otherwise, with
     // what went wrong logged; the engine serves on.
-    bool serve_successor(Engine& engine);
+    bool serve_successor(Engine& engine, const engine::Logger& log);
 
 private:
     std::string path_;
@@ -74,6 +75,6 @@ private:
 // path (a package upgrade replaced the file; /proc/self/exe names the old one with
 // " (deleted)") with our arguments and an empty signal mask. A child of ours, so it
 // runs in the same service cgroup under systemd. Returns its pid, or -1 (logged).
-pid_t start_successor(char** argv);
+pid_t start_successor(char** argv, const engine::Logger& log);
 
 } // namespace uringfwd::cli

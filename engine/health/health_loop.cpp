@@ -172,12 +172,10 @@ void HealthChecker::Loop::begin_check(Probe& p) {
         // Out of fds or memory here: no verdict on the member. Try again next time.
         int err = errno;
         if (local_errors_.allow(Clock::now()))
-            owner_.log_.warn("health: route \"{}\" upstream {}: check skipped, cannot open a "
+            owner_.log_.warn("route \"{}\" upstream {}: check skipped, cannot open a "
                              "socket: {}{}",
                              p.target->route, p.target->member, describe_errno(err),
-                             local_errors_.suppressed() > 0
-                                 ? fmt::format(" ({} more skipped)", local_errors_.suppressed())
-                                 : std::string());
+                             suppressed_note(local_errors_.suppressed()));
         schedule(p, p.interval);
         return;
     }
@@ -242,20 +240,19 @@ void HealthChecker::Loop::finish_check(Probe& p, const std::string* failure) {
     case RiseFall::Change::WentDown:
         pub.transitions.fetch_add(1, std::memory_order_relaxed);
         pub.up.store(false, std::memory_order_release);
-        owner_.log_.warn("health: route \"{}\" upstream {} is down ({} check{} failed: {})",
-                         t.route, t.member, p.rules.streak(), p.rules.streak() == 1 ? "" : "s",
-                         *failure);
+        owner_.log_.warn("route \"{}\" upstream {} is down ({} check{} failed: {})", t.route,
+                         t.member, p.rules.streak(), p.rules.streak() == 1 ? "" : "s", *failure);
         break;
     case RiseFall::Change::WentUp:
         pub.transitions.fetch_add(1, std::memory_order_relaxed);
         pub.up.store(true, std::memory_order_release);
-        owner_.log_.info("health: route \"{}\" upstream {} is up ({} check{} passed)", t.route,
-                         t.member, p.rules.streak(), p.rules.streak() == 1 ? "" : "s");
+        owner_.log_.info("route \"{}\" upstream {} is up ({} check{} passed)", t.route, t.member,
+                         p.rules.streak(), p.rules.streak() == 1 ? "" : "s");
         break;
     case RiseFall::Change::None:
         if (failure != nullptr)
-            owner_.log_.debug("health: route \"{}\" upstream {}: check failed: {}", t.route,
-                              t.member, *failure);
+            owner_.log_.debug("route \"{}\" upstream {}: check failed: {}", t.route, t.member,
+                              *failure);
         break;
     }
     // Checks start `interval` apart, not `interval` after the previous one ended.

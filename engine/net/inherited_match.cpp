@@ -1,5 +1,7 @@
 #include "net/inherited_match.hpp"
 
+#include "support/plural.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -37,9 +39,9 @@ int inherited_for_shard(const std::vector<int>& fds, std::size_t shard, std::siz
     if (fds.size() == shards)
         return fds[shard];
     throw std::invalid_argument(
-        fmt::format("{} inherited listening sockets for {}, but {} shards: need one, or "
-                    "one per shard (start with --shards {})",
-                    fds.size(), address.to_string(), shards, fds.size()));
+        fmt::format("{} for {}, but {}: need one, or one per shard (start with --shards {})",
+                    count_of(fds.size(), "inherited listening socket"), address.to_string(),
+                    count_of(shards, "shard"), fds.size()));
 }
 
 } // namespace uringfwd::engine

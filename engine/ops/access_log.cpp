@@ -1,6 +1,7 @@
 #include "ops/access_log.hpp"
 
 #include "ops/access_log_line.hpp"
+#include "support/logger.hpp"
 
 #include <fcntl.h>
 #include <sys/uio.h>
@@ -197,10 +198,10 @@ void AccessLog::reopen_file() {
         return;
     int fresh = open_log(path_);
     if (fresh < 0) {
-        std::fprintf(stderr,
-                     "uring-fwd: access log %s: cannot reopen: %s; still writing to "
-                     "the file opened before\n",
-                     path_.c_str(), std::strerror(errno));
+        // The binary's format (cli/process_log.hpp), under this part's own prefix.
+        engine::Logger(LogLevel::Warn, nullptr, "access log")
+            .warn("{}: cannot reopen: {}; still writing to the file opened before", path_,
+                  std::strerror(errno));
         return;
     }
     ::close(fd_);

@@ -105,10 +105,11 @@ void append_access_line(std::string& out, AccessLogFormat format, const Connecti
     append_text_field(out, "route", record.info.route);
     append_text_field(out, "client", client);
     append_text_field(out, "upstream", upstream);
-    fmt::format_to(std::back_inserter(out),
-                   " to_upstream={} to_client={} connect_us={} duration_us={} reason={}",
-                   record.bytes_to_upstream, record.bytes_to_client, record.connect_time.count(),
-                   record.duration.count(), reason);
+    fmt::format_to(
+        std::back_inserter(out),
+        " bytes_to_upstream={} bytes_to_client={} connect_us={} duration_us={} reason={}",
+        record.bytes_to_upstream, record.bytes_to_client, record.connect_time.count(),
+        record.duration.count(), reason);
     if (!error.empty())
         fmt::format_to(std::back_inserter(out), " error={}", error);
     out += '\n';

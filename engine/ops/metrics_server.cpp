@@ -1,8 +1,13 @@
 #include "ops/metrics_server.hpp"
 
+#include "net/socket_address.hpp"
 #include "ops/access_log.hpp"
 #include "ops/metrics_families.hpp"
+#include "uring/unique_fd.hpp"
 
+#include <CivetServer.h>
+#include <civetweb.h>
+#include <fmt/format.h>
 #include <prometheus/collectable.h>
 #include <prometheus/exposer.h>
 
@@ -12,6 +17,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
@@ -58,6 +64,31 @@ std::string civetweb_port(const Endpoint& address) {
     return address.to_string();
 }
 
+// Binds `address` as civetweb is about to (SO_REUSEADDR), and lets go: when civetweb's
+// own bind fails it says only "null context when constructing CivetServer", so the
+// reason (in use, not a local address, a privileged port) is found out here first.
+void check_can_listen(const Endpoint& address) {
+    const engine::SocketAddress at = engine::resolve(address);
+    const uring::UniqueFd fd(::socket(at.family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
+    const int one = 1;
+    if (!fd || ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        ::bind(fd.get(), at.get(), at.length) != 0)
+        throw std::runtime_error(fmt::format("cannot serve metrics on {}: {}", address.to_string(),
+                                             std::strerror(errno)));
+}
+
+// Only /metrics answers: civetweb hands a handler every path under its URI and every
+// path that merely starts with it ("/metrics/x", "/metricsx"), and a scraper sent to
+// a wrong path should hear so. Called by civetweb for each request before its handlers.
+int only_the_metrics_path(mg_connection* conn) {
+    const mg_request_info* request = mg_get_request_info(conn);
+    if (request != nullptr && request->local_uri != nullptr &&
+        std::strcmp(request->local_uri, "/metrics") == 0)
+        return 0; // on to the exposer's handler
+    mg_send_http_error(conn, 404, "%s", "not found: the metrics are at /metrics\n");
+    return 404; // answered (the status, for civetweb's access log)
+}
+
 // Connects to the exposer's own port and hangs up. civetweb's listening thread waits in
 // poll(2) for up to SOCKET_TIMEOUT_QUANTUM (2000 ms, civetweb.c) before it
 // looks at its stop flag again; a connection wakes it at once.
@@ -102,12 +133,17 @@ MetricsServer::MetricsServer(Endpoint address, const Engine& engine, const Acces
     : state_(std::make_unique<State>()) {
     state_->address = address;
     const std::string port = civetweb_port(address);
+    check_can_listen(address);
+    CivetCallbacks callbacks; // zeroed by its constructor; civetweb copies it
+    callbacks.begin_request = only_the_metrics_path;
     try {
         // One HTTP thread: a scraper or two, a few requests a minute.
-        state_->exposer = std::make_unique<prometheus::Exposer>(port, 1);
+        state_->exposer = std::make_unique<prometheus::Exposer>(port, 1, &callbacks);
     } catch (const std::exception& e) {
-        throw std::runtime_error("metrics: cannot listen on " + address.to_string() + ": " +
-                                 e.what());
+        // Taken between our check and civetweb's bind, or something else civetweb
+        // does not name.
+        throw std::runtime_error(
+            fmt::format("cannot serve metrics on {}: {}", address.to_string(), e.what()));
     }
     state_->collectable = std::make_shared<EngineCollectable>(engine, access_log);
     state_->exposer->RegisterCollectable(state_->collectable, "/metrics");

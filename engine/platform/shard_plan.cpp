@@ -1,5 +1,6 @@
 #include "platform/shard_plan.hpp"
 
+#include "support/plural.hpp"
 #include "uringfwd/cpu_list.hpp"
 
 #include <algorithm>
@@ -28,8 +29,8 @@ std::vector<int> choose_shard_cpus(const std::vector<int>& allowed,
     }
     if (shards > chosen.size())
         throw std::invalid_argument(fmt::format(
-            "{} shards asked for but only {} CPUs to pin them to ({}): one shard per CPU", shards,
-            chosen.size(), format_cpu_list(chosen)));
+            "{} asked for but only {} to pin them to ({}): one shard per CPU",
+            count_of(shards, "shard"), count_of(chosen.size(), "CPU"), format_cpu_list(chosen)));
     if (shards > 0)
         chosen.resize(shards);
     return chosen;

@@ -15,11 +15,6 @@ namespace uringfwd::engine {
 
 namespace {
 
-std::string suppressed_note(uint64_t suppressed) {
-    return suppressed == 0 ? std::string()
-                           : fmt::format(" ({} similar failures not logged)", suppressed);
-}
-
 // The address the connection was forwarded to. A member's or the selector's address is
 // the one connected to, known already: no getpeername(2) per connection for observers.
 Endpoint upstream_endpoint(const Connection& conn) {

@@ -22,7 +22,7 @@ namespace {
 const int kOne = 1;
 
 std::string suppressed(uint64_t count) {
-    return count == 0 ? std::string() : fmt::format(" ({} similar not logged)", count);
+    return suppressed_note(count);
 }
 } // namespace
 

@@ -22,11 +22,6 @@ namespace {
 // kInspectBufferCap) only when an inspector asks for more than fits.
 constexpr std::size_t kFirstRead = 4096;
 
-std::string suppressed_note(uint64_t suppressed) {
-    return suppressed == 0 ? std::string()
-                           : fmt::format(" ({} similar rejections not logged)", suppressed);
-}
-
 std::string transport_name(const SocketAddress& peer) {
     if (peer.length == 0)
         return "?";

@@ -11,14 +11,6 @@
 
 namespace uringfwd::engine {
 
-namespace {
-
-std::string suppressed_note(uint64_t suppressed) {
-    return suppressed == 0 ? std::string()
-                           : fmt::format(" ({} similar failures not logged)", suppressed);
-}
-
-} // namespace
 
 void Connections::wait_for_member(Connection& conn) {
     ShardRoute& r = *conn.route;

@@ -4,6 +4,7 @@
 #include "shard/shard.hpp"
 
 #include "net/sockets.hpp"
+#include "support/plural.hpp"
 
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -211,8 +212,8 @@ void Shard::stop_now() {
         // everything at once (above).
         drain_timer_armed_ = true;
         io_->timeout(in_flight_, OpTag::for_shard(Op::DrainDeadline), drain);
-        log_.info("stopping: waiting up to {} ms for {} connections to finish", drain.count(),
-                  connections_->active());
+        log_.info("stopping: waiting up to {} ms for {} to finish", drain.count(),
+                  count_of(connections_->active(), "connection"));
     }
 }
 

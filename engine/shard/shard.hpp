@@ -97,9 +97,10 @@ public:
     // and returns once it has run; false, without running it, once the shard has ended.
     bool call(const std::function<void()>& task);
     // On the shard's thread only (through call()): adds this shard's counts to `out`,
-    // one entry per route of the current configuration, matched by name. A listening
-    // socket's accept queue (clients waiting in the backlog) is counted by the first
-    // shard that holds it: `queues_counted` names those counted so far (inodes).
+    // one entry per route of the current configuration, matched by name, then the
+    // routes and members a reconfigure removed, while connections drain on them. A
+    // listening socket's accept queue (clients waiting in the backlog) is counted by the
+    // first shard that holds it: `queues_counted` names those counted so far (inodes).
     void add_route_stats(std::vector<RouteStats>& out, std::set<uint64_t>& queues_counted) const;
     // On the shard's thread only (through call()): every listener stops accepting
     // without shutting its socket down (Listener::release()).
@@ -185,6 +186,8 @@ private:
     void run_calls();
     std::string apply(ShardChange& change);
     void prune_retired_routes();
+    void add_route_stats(const ShardRoute& route, bool retired, std::vector<RouteStats>& out,
+                         std::set<uint64_t>& queues_counted) const;
     void plan_idle_sweep();
     void stop_now();
     void begin_stop();

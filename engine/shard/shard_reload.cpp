@@ -165,45 +165,62 @@ void Shard::run_calls() {
 
 void Shard::add_route_stats(std::vector<RouteStats>& out,
                             std::set<uint64_t>& queues_counted) const {
-    for (const auto& shard_route : routes_) {
-        const Route& route = shard_route->route;
-        auto it = std::find_if(out.begin(), out.end(),
-                               [&](const RouteStats& r) { return r.name == route.name; });
-        if (it == out.end()) {
-            RouteStats fresh;
-            fresh.name = route.name;
-            for (const MemberRoute& m : route.members)
-                fresh.members.push_back({m.name});
-            it = out.insert(out.end(), std::move(fresh));
-        }
-        it->accepted += shard_route->accepted;
-        it->bytes_to_upstream += shard_route->bytes_to_upstream;
-        it->bytes_to_client += shard_route->bytes_to_client;
-        it->active += shard_route->active;
-        // The clients actually waiting: those this shard took while the route was at
-        // its limit, those waiting for a full member, and those its listeners leave in
-        // the backlog.
-        it->waiting += shard_route->waiting.size() + shard_route->member_waiting;
-        for (const auto& listener : listeners_) {
-            if (listener->stopped() || routes_[listener->route()].get() != shard_route.get())
-                continue;
-            if (!queues_counted.insert(listener->socket_inode()).second)
-                continue;
-            it->waiting += accept_queue_length(listener->fd()).value_or(0);
-        }
-        for (std::size_t i = 0; i < kCloseReasonCount; ++i)
-            it->closed[i] += shard_route->closed[i];
-        for (std::size_t m = 0; m < route.members.size() && m < it->members.size(); ++m) {
-            MemberStats& member = it->members[m];
-            member.active += shard_route->pool.member(m).active;
-            member.connects += shard_route->connects[m];
-            member.failures += shard_route->failures[m];
-            for (std::size_t f = 0; f < kConnectFailureCount; ++f)
-                member.connect_failures[f] += shard_route->failures_by[m][f];
-            member.bytes_to_upstream += shard_route->member_bytes_to_upstream[m];
-            member.bytes_to_client += shard_route->member_bytes_to_client[m];
-            member.up = member.up && shard_route->pool.up(m, std::chrono::steady_clock::now());
-        }
+    // The retired routes too, while their connections drain after a reload: their
+    // series (route and member, by name) stay until the last of them has closed, with
+    // those connections in `active`, rather than vanish with connections still open.
+    for (const auto* routes : {&routes_, &retired_routes_})
+        for (const auto& shard_route : *routes)
+            add_route_stats(*shard_route, routes == &retired_routes_, out, queues_counted);
+}
+
+void Shard::add_route_stats(const ShardRoute& shard_route, bool retired,
+                            std::vector<RouteStats>& out,
+                            std::set<uint64_t>& queues_counted) const {
+    const Route& route = shard_route.route;
+    auto it = std::find_if(out.begin(), out.end(),
+                           [&](const RouteStats& r) { return r.name == route.name; });
+    if (it == out.end()) {
+        RouteStats fresh;
+        fresh.name = route.name;
+        it = out.insert(out.end(), std::move(fresh));
+    }
+    it->accepted += shard_route.accepted;
+    it->bytes_to_upstream += shard_route.bytes_to_upstream;
+    it->bytes_to_client += shard_route.bytes_to_client;
+    it->active += shard_route.active;
+    // The clients actually waiting: those this shard took while the route was at its
+    // limit, those waiting for a full member, and those its listeners leave in the
+    // backlog.
+    it->waiting += shard_route.waiting.size() + shard_route.member_waiting;
+    for (const auto& listener : listeners_) {
+        if (retired || listener->stopped() ||
+            routes_[listener->route()].get() != &shard_route)
+            continue;
+        if (!queues_counted.insert(listener->socket_inode()).second)
+            continue;
+        it->waiting += accept_queue_length(listener->fd()).value_or(0);
+    }
+    for (std::size_t i = 0; i < kCloseReasonCount; ++i)
+        it->closed[i] += shard_route.closed[i];
+    for (std::size_t m = 0; m < route.members.size(); ++m) {
+        auto member_it =
+            std::find_if(it->members.begin(), it->members.end(),
+                         [&](const MemberStats& s) { return s.name == route.members[m].name; });
+        // A retired pool's health is no longer kept up to date: it says whether a
+        // member is up only for a member the current pool has not.
+        const bool says_up = !retired || member_it == it->members.end();
+        if (member_it == it->members.end())
+            member_it = it->members.insert(it->members.end(), MemberStats{route.members[m].name});
+        MemberStats& member = *member_it;
+        member.active += shard_route.pool.member(m).active;
+        member.connects += shard_route.connects[m];
+        member.failures += shard_route.failures[m];
+        for (std::size_t f = 0; f < kConnectFailureCount; ++f)
+            member.connect_failures[f] += shard_route.failures_by[m][f];
+        member.bytes_to_upstream += shard_route.member_bytes_to_upstream[m];
+        member.bytes_to_client += shard_route.member_bytes_to_client[m];
+        if (says_up)
+            member.up = member.up && shard_route.pool.up(m, std::chrono::steady_clock::now());
     }
 }
 

@@ -1,10 +1,14 @@
 // Keeps a burst of identical failures (a dead upstream, an fd storm) from flooding the
-// log: at most `burst` lines per window for one kind of event, then one line saying
-// how many were left out. Pure logic; the caller passes the time.
+// log: at most `burst` lines per window for one kind of event; the next line let
+// through says how many were left out, in the one wording suppressed_note() gives every
+// throttled message. Pure logic; the caller passes the time.
 #pragma once
+
+#include <fmt/format.h>
 
 #include <chrono>
 #include <cstdint>
+#include <string>
 
 namespace uringfwd::engine {
 
@@ -42,5 +46,11 @@ private:
     uint64_t pending_ = 0; // left out since the last line
     uint64_t report_ = 0;  // what the last allowed line should mention
 };
+
+// The end of a line let through after `suppressed` like it were left out:
+// " (12 more suppressed)", or nothing.
+inline std::string suppressed_note(uint64_t suppressed) {
+    return suppressed == 0 ? std::string() : fmt::format(" ({} more suppressed)", suppressed);
+}
 
 } // namespace uringfwd::engine

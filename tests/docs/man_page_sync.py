@@ -7,11 +7,17 @@ Fails (status 1, one line per difference, naming the flag or key) when
   - a flag `BINARY --help` prints is not described in the man page's OPTIONS section,
     or OPTIONS describes a flag --help does not print;
   - a key of EXAMPLE_CONFIG (which shows every key, some commented out) is not named in
-    the man page's CONFIGURATION FILE section.
+    the man page's CONFIGURATION FILE section;
+  - the route flags, which --config replaces, differ between --config's --help text,
+    the man page's "Route (without --config)" options and its --config entry, or the
+    binary does not refuse one of them beside --config with the key the file uses;
+  - a command line the EXIT STATUS section shows for a status returns another.
 Then it proves it can fail: with one OPTIONS entry and one key removed from a copy of the
-page, the same comparison must name exactly those.
+page, the same comparison must name exactly those, and with a route option removed from
+a copy, the route flag comparison must name it.
 """
 import re
+import shlex
 import subprocess
 import sys
 
@@ -19,12 +25,15 @@ import sys
 FLAG = re.compile(r"(?<![\w-])(--?[A-Za-z][A-Za-z0-9-]*)")
 
 
-def help_flags(binary):
+def help_text(binary):
+    return subprocess.run([binary, "--help"], capture_output=True, text=True, timeout=30,
+                          check=True).stdout
+
+
+def help_flags(out, binary):
     """The flags of the option lines of --help (CLI11 prints them indented, one option
     per line: "  -c,--config TEXT   text"); wrapped description lines start with more
     spaces and no dash."""
-    out = subprocess.run([binary, "--help"], capture_output=True, text=True, timeout=30,
-                         check=True).stdout
     flags = set()
     for line in out.splitlines():
         m = re.match(r"^ {1,4}(-\S+)", line)
@@ -141,6 +150,140 @@ def self_check(help_set, page, config_keys):
                  f"{sorted(dropped_flags)} and the key {key} reported {found}")
 
 
+def help_config_flags(out):
+    """The flags --config's --help text names (those it replaces)."""
+    lines = out.splitlines()
+    for i, line in enumerate(lines):
+        if re.match(r"^ {1,4}-c,--config\b", line):
+            text = line.split(None, 2)[2] if len(line.split(None, 2)) > 2 else ""
+            for more in lines[i + 1:]:
+                if re.match(r"^ {1,4}-", more) or not more.startswith(" "):
+                    break
+                text += " " + more.strip()
+            return set(FLAG.findall(text)) - {"--config"}
+    sys.exit("man_page_sync: --help has no -c,--config line")
+
+
+def subsection(lines, title):
+    """The lines of `.SS title` up to the next .SS or the end."""
+    out, inside = [], False
+    for line in lines:
+        if line.startswith(".SS"):
+            inside = plain(line[3:]).strip() == title
+        elif inside:
+            out.append(line)
+    return out
+
+
+def tagged_flags(lines):
+    flags = set()
+    for i, line in enumerate(lines):
+        if line.strip() == ".TP" and i + 1 < len(lines):
+            flags.update(FLAG.findall(plain(re.sub(r"^\.[A-Z]+\s*", "", lines[i + 1]))))
+    return flags
+
+
+def config_entry_flags(page):
+    """The flags the OPTIONS entry of --config names in its text: its tag line up to the
+    next .TP."""
+    lines = sections(page).get("OPTIONS", [])
+    for i, line in enumerate(lines):
+        if line.strip() == ".TP" and i + 1 < len(lines) and "\\-\\-config" in lines[i + 1]:
+            body = []
+            for more in lines[i + 2:]:
+                if more.strip() == ".TP":
+                    break
+                body.append(more)
+            # Only the ".BR --flag ," list: the example error quoted in it names one again.
+            return {f for l in body if re.match(r"^\.BR? \\-\\-", l)
+                    for f in FLAG.findall(plain(l))} - {"--config"}
+    return set()
+
+
+# A value each route flag takes (None: a switch), to try it beside --config.
+ROUTE_FLAG_VALUES = {
+    "--listen": "127.0.0.1:1", "--dual-stack": None, "--upstream": "127.0.0.1:1",
+    "--balance": "maglev", "--retries": "2", "--idle-timeout": "1m",
+    "--max-connections": "5", "--connect-timeout": "1s", "--accept-proxy": None,
+    "--trusted-sources": "10.0.0.0/8", "--send-proxy": "v1", "--inspect-timeout": "1s",
+}
+
+
+def route_flag_differences(config_help, page):
+    problems = []
+    # Long forms: --help's text names --listen, not its alias -l.
+    route = {f for f in tagged_flags(subsection(sections(page).get("OPTIONS", []),
+                                                "Route (without --config)"))
+             if f.startswith("--")}
+    entry = config_entry_flags(page)
+    for name, found in (("the man page's \"Route (without --config)\" options", route),
+                        ("the man page's --config entry", entry)):
+        for flag in sorted(config_help - found):
+            problems.append(f"{flag}: --config's --help replaces it, but {name} lacks it")
+        for flag in sorted(found - config_help):
+            problems.append(f"{flag}: in {name}, but --config's --help does not name it")
+    return problems
+
+
+def refusal_problems(binary, config_help, config_path):
+    """Each route flag beside --config: refused (status 1), naming the file's key."""
+    problems = []
+    for flag in sorted(config_help):
+        if flag not in ROUTE_FLAG_VALUES:
+            problems.append(f"{flag}: add a value for it to ROUTE_FLAG_VALUES")
+            continue
+        value = ROUTE_FLAG_VALUES[flag]
+        args = [binary, "--config", config_path, flag] + ([value] if value else [])
+        r = subprocess.run(args, capture_output=True, text=True, timeout=30)
+        want = f"{flag} is a route setting: with --config, use "
+        if r.returncode != 1 or want not in r.stderr:
+            problems.append(f"{flag}: beside --config gave status {r.returncode} and "
+                            f"{r.stderr.strip()!r}, not \"{want}...\"")
+    return problems
+
+
+def exit_status_examples(page):
+    """[(status, command line)] of the EXIT STATUS section: each entry's tag is its
+    status, and every quoted "uring-fwd ..." in it is a command line returning it."""
+    lines = sections(page).get("EXIT STATUS", [])
+    out, status = [], None
+    for i, line in enumerate(lines):
+        if line.strip() == ".TP" and i + 1 < len(lines):
+            tag = plain(re.sub(r"^\.[A-Z]+\s*", "", lines[i + 1])).strip()
+            status = int(tag) if tag.isdigit() else None  # "100-127" is no one status
+        elif line.startswith(".PP"):
+            status = None
+        elif status is not None:
+            for quoted in re.findall(r'"(uring\\-fwd[^"]*)"', line):
+                out.append((status, plain(quoted).strip()))
+    return out
+
+
+def exit_status_problems(binary, page):
+    examples = exit_status_examples(page)
+    if len({status for status, _ in examples}) < 2:
+        return ["EXIT STATUS: no command line shown per status"]
+    problems = []
+    for status, command in examples:
+        r = subprocess.run([binary] + shlex.split(command)[1:], capture_output=True, text=True,
+                           timeout=30)
+        if r.returncode != status:
+            problems.append(f"EXIT STATUS {status}: `{command}` returns {r.returncode} "
+                            f"({r.stderr.strip()})")
+    return problems
+
+
+def route_self_check(config_help, page):
+    """Dropping a route option's entry must be reported, by name."""
+    lines = page.splitlines()
+    tag = next(i for i, l in enumerate(lines) if l.startswith(".B \\-\\-accept\\-proxy"))
+    broken = "\n".join(lines[:tag - 1] + lines[tag + 1:])
+    found = route_flag_differences(config_help, broken)
+    if len(found) != 1 or not found[0].startswith("--accept-proxy: "):
+        sys.exit(f"man_page_sync: self-check failed: dropping --accept-proxy's entry "
+                 f"reported {found}")
+
+
 def main():
     if len(sys.argv) != 4:
         sys.exit(__doc__)
@@ -149,15 +292,22 @@ def main():
         page = f.read()
     with open(config_path, encoding="utf-8") as f:
         config_keys = example_keys(f.read())
-    help_set = help_flags(binary)
+    out = help_text(binary)
+    help_set = help_flags(out, binary)
+    config_help = help_config_flags(out)
     problems = differences(help_set, page, config_keys)
+    problems += route_flag_differences(config_help, page)
+    problems += refusal_problems(binary, config_help, config_path)
+    problems += exit_status_problems(binary, page)
     for p in problems:
         print(f"man_page_sync: {man_path}: {p}")
     if problems:
         return 1
     self_check(help_set, page, config_keys)
-    print(f"man_page_sync: ok: {len(help_set)} flags and {len(config_keys)} configuration "
-          f"keys in {man_path}")
+    route_self_check(config_help, page)
+    print(f"man_page_sync: ok: {len(help_set)} flags, {len(config_keys)} configuration "
+          f"keys, {len(config_help)} route flags refused beside --config and "
+          f"{len(exit_status_examples(page))} exit status examples in {man_path}")
     return 0
 
 

@@ -67,26 +67,29 @@ std::optional<std::vector<ShardCounters>> request_shard_counters(BinaryProcess& 
     static constexpr std::string_view kShardMarker = "uring-fwd: shard ";
     if (!request_totals(process, deadline))
         return std::nullopt;
-    // The shard lines are the ones printed just before the newest total line.
+    // The shard lines are the ones printed just before the newest total line. Each
+    // line starts with its time and level ("2026-...Z info "), then the marker.
     const std::string err = process.stderr_text();
     std::size_t end = err.rfind(kTotalMarker);
+    end = end == std::string::npos ? end : err.rfind('\n', end);
     std::vector<ShardCounters> out;
-    // `end` is the start of a line; the one before it ends at end - 1 (its '\n').
-    while (end != std::string::npos && end >= 2) {
-        const std::size_t newline = err.rfind('\n', end - 2);
+    // `end` is the '\n' ending the line before the one looked at last.
+    while (end != std::string::npos && end >= 1) {
+        const std::size_t newline = err.rfind('\n', end - 1);
         const std::size_t begin = newline == std::string::npos ? 0 : newline + 1;
-        const std::string line = err.substr(begin, end - 1 - begin);
-        if (!line.starts_with(kShardMarker))
+        const std::string line = err.substr(begin, end - begin);
+        const std::size_t marker = line.find(kShardMarker);
+        if (marker == std::string::npos)
             break;
         ShardCounters shard;
-        const auto colon = line.find(": ", kShardMarker.size());
-        if (std::sscanf(line.c_str() + kShardMarker.size(), "%d cpu %d", &shard.shard,
-                        &shard.cpu) != 2 ||
+        const std::size_t at = marker + kShardMarker.size();
+        const auto colon = line.find(": ", at);
+        if (std::sscanf(line.c_str() + at, "%d cpu %d", &shard.shard, &shard.cpu) != 2 ||
             colon == std::string::npos)
             break;
         shard.counters = parse_counters(line.substr(colon + 2));
         out.insert(out.begin(), std::move(shard));
-        end = begin;
+        end = newline;
     }
     return out;
 }

@@ -1,5 +1,5 @@
 // What a running uring-fwd binary looks like from outside: its counters (asked for with
-// SIGUSR1, read back from the "uring-fwd: total: k=v ..." line on stderr), its CPU time
+// SIGUSR1, read back from the "... uring-fwd: total: k=v ..." line on stderr), its CPU time
 // and the kinds of fds it holds, all from /proc.
 #pragma once
 

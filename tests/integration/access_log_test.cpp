@@ -166,9 +166,9 @@ TEST(AccessLog, TextLinesToStderr) {
         start_binary("127.0.0.1:0", echo.endpoint(), {"--shards", "1", "--access-log", "-"});
     std::string client;
     echo_through(fwd.endpoint, 123, 5, &client);
-    const std::string expected =
-        fmt::format(" route=default client={} upstream={} to_upstream=123 to_client=123 ", client,
-                    echo.endpoint().to_string());
+    const std::string expected = fmt::format(
+        " route=default client={} upstream={} bytes_to_upstream=123 bytes_to_client=123 ", client,
+        echo.endpoint().to_string());
     EXPECT_TRUE(
         eventually([&] { return fwd.process->stderr_text().find(expected) != std::string::npos; },
                    Deadline{5s}))
@@ -208,7 +208,7 @@ TEST(AccessLog, Sigusr2ReopensAfterRenameLosingNothing) {
     for (int i = 0; i < kAfter; ++i)
         EXPECT_NE(std::find_if(after.begin(), after.end(),
                                [&](const std::string& l) {
-                                   return l.find(fmt::format(" to_upstream={} ", 200 + i)) !=
+                                   return l.find(fmt::format(" bytes_to_upstream={} ", 200 + i)) !=
                                           std::string::npos;
                                }),
                   after.end())

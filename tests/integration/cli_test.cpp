@@ -158,6 +158,8 @@ TEST(Cli, ConfigCheckAcceptsTheExample) {
     EXPECT_NE(lines[1].find("tls-grpc on :8443 for app.example.com, alpn h2 -> 1 upstream"),
               std::string::npos)
         << lines[1];
+    // No warning either: every route of the example has an idle_timeout.
+    EXPECT_EQ(proc.stderr_text(), "");
 }
 
 // Engine flags beside --config are fine (they override its [engine] values).
@@ -243,7 +245,7 @@ TEST(Cli, ConfigFileMissingFails) {
 TEST(Cli, ConfigWithListenFails) {
     expect_one_line_error(
         run_to_exit({"--config", URING_FWD_EXAMPLE_CONFIG, "--listen", "127.0.0.1:0"}),
-        "cannot be used with --config");
+        "is a route setting: with --config, use listen in the route's [[route]] section");
 }
 
 TEST(Cli, CheckWithoutConfigFails) {

@@ -67,7 +67,8 @@ constexpr auto kSlack = 600ms;
 // from, and the clocks are read with a millisecond's rounding.
 constexpr auto kEarly = 5ms;
 
-// Collects every log line the checker writes (the sink may be called from its thread).
+// Collects every log line the checker writes (the sink may be called from its thread),
+// under the prefix the engine gives it (route_table.cpp).
 class CapturedLog {
 public:
     Logger logger() {
@@ -77,7 +78,7 @@ public:
                 std::lock_guard lock(mu_);
                 lines_.emplace_back(line);
             },
-            "test");
+            "health");
     }
     std::vector<std::string> lines() const {
         std::lock_guard lock(mu_);
@@ -216,6 +217,8 @@ TEST(HealthCheck, RefusedConnectsTakeATargetDownAndListeningAgainBringsItBack) {
 
     checker.stop();
     EXPECT_EQ(log.lines().size(), 2u) << log.dump(); // one line per transition, no more
+    // The logger's prefix names the checker; the message does not say it again.
+    EXPECT_EQ(log.count("health: health:"), 0u) << log.dump();
 }
 
 TEST(HealthCheck, ReplyStartingWithExpectPasses) {

@@ -191,6 +191,72 @@ TEST(Metrics, NamedMembersOfOneAddressAreTwoSeries) {
     EXPECT_EQ(m.last["uringfwd_upstream_connects_total{route=\"d\",upstream=\"db-2\"}"], 2);
 }
 
+// A connection held open, with a ping echoed through it: it reached its upstream.
+UniqueFd held_open(const Endpoint& at) {
+    UniqueFd fd = connect_to(at);
+    EXPECT_EQ(send_text(fd.get(), "ping", Deadline{5s}).status, IoStatus::Ok);
+    std::array<std::byte, 4> pong{};
+    EXPECT_EQ(recv_all(fd.get(), pong, Deadline{5s}).status, IoStatus::Ok);
+    return fd;
+}
+
+// A reload that removes a route, and a member of another, while each has a connection
+// open: their series stay, with those connections active, until the connections end
+// (they vanished at the reload, connections and all).
+TEST(Metrics, SeriesOfRemovedRoutesAndMembersStayWhileTheyDrain) {
+    EchoServer a;
+    EchoServer b;
+    EchoServer c;
+    const std::string web = unique_unix_path("metrics-web");
+    const std::string gone = unique_unix_path("metrics-gone");
+    const auto route = [](const std::string& name, const std::string& path, const char* member,
+                          const EchoServer& upstream) {
+        return fmt::format("[[route]]\nname = \"{}\"\nlisten = \"unix:{}\"\n  "
+                           "[[route.upstream]]\n  name = \"{}\"\n  address = \"{}\"\n",
+                           name, path, member, upstream.endpoint().to_string());
+    };
+    const std::string engine = "[engine]\nshards = 1\nmetrics = \"127.0.0.1:0\"\n";
+    const ConfigFile file{engine + route("web", web, "a", a) + route("gone", gone, "c", c)};
+    BinaryProcess fwd{uring_fwd_binary(), {"--config", file.path()}};
+    ASSERT_TRUE(fwd.wait_listening(Deadline{10s})) << fwd.stderr_text();
+    const auto port = metrics_port(fwd, Deadline{5s});
+    ASSERT_TRUE(port) << fwd.stderr_text();
+    UniqueFd on_web = held_open(Endpoint::parse("unix:" + web));
+    UniqueFd on_gone = held_open(Endpoint::parse("unix:" + gone));
+
+    file.write(engine + route("web", web, "b", b));
+    fwd.signal(SIGHUP);
+    ASSERT_TRUE(
+        eventually([&] { return fwd.stderr_text().find("SIGHUP: reloaded") != std::string::npos; },
+                   Deadline{5s}))
+        << fwd.stderr_text();
+    const std::string web_a = "{route=\"web\",upstream=\"a\"}";
+    const std::string web_b = "{route=\"web\",upstream=\"b\"}";
+    const std::string gone_c = "{route=\"gone\",upstream=\"c\"}";
+    Scraped m{*port, {}};
+    EXPECT_TRUE(m.until([&](const Samples& s) {
+        return s.count("uringfwd_upstream_connections_active" + web_b) == 1;
+    }));
+    EXPECT_EQ(m.last["uringfwd_route_connections_active{route=\"web\"}"], 1);
+    EXPECT_EQ(m.last["uringfwd_route_connections_active{route=\"gone\"}"], 1);
+    EXPECT_EQ(m.last["uringfwd_upstream_connections_active" + web_a], 1);
+    EXPECT_EQ(m.last["uringfwd_upstream_connects_total" + web_a], 1);
+    EXPECT_EQ(m.last["uringfwd_upstream_connections_active" + web_b], 0);
+    EXPECT_EQ(m.last["uringfwd_upstream_connections_active" + gone_c], 1);
+    EXPECT_EQ(m.last["uringfwd_upstream_up" + web_b], 1);
+
+    // Drained: the removed route and member go.
+    on_web.reset();
+    on_gone.reset();
+    EXPECT_TRUE(m.until([&](const Samples& s) {
+        return s.count("uringfwd_upstream_connections_active" + web_a) == 0 &&
+               s.count("uringfwd_route_connections_active{route=\"gone\"}") == 0;
+    })) << "still served after their connections closed";
+    EXPECT_EQ(m.last.count("uringfwd_upstream_connections_active" + gone_c), 0u);
+    EXPECT_EQ(m.last["uringfwd_route_connections_active{route=\"web\"}"], 0);
+    EXPECT_EQ(m.last.count("uringfwd_upstream_connections_active" + web_b), 1u);
+}
+
 // Without names the same address twice is refused, from flags as from a file.
 TEST(Metrics, OneAddressTwiceInAPoolIsRefused) {
     EchoServer echo;
@@ -214,6 +280,37 @@ TEST(Metrics, BadAddressIsOneLineError) {
     ASSERT_TRUE(status.has_value());
     EXPECT_TRUE(status->exited && status->code == 1) << status->describe();
     EXPECT_NE(fwd.stderr_text().find("--metrics"), std::string::npos) << fwd.stderr_text();
+}
+
+// civetweb's bind fails with "null context when constructing CivetServer"; the
+// operator hears what went wrong instead, in one line.
+TEST(Metrics, APortInUseSaysSo) {
+    const Listener taken = listen_loopback(Family::Inet4);
+    BinaryProcess fwd{uring_fwd_binary(),
+                      {"--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9", "--metrics",
+                       taken.endpoint().to_string()}};
+    const auto status = fwd.wait_exit(Deadline{5s});
+    ASSERT_TRUE(status.has_value()) << fwd.stderr_text();
+    EXPECT_TRUE(status->exited && status->code == 1) << status->describe();
+    const std::string err = fwd.stderr_text();
+    EXPECT_NE(err.find("cannot serve metrics on " + taken.endpoint().to_string() +
+                       ": Address already in use\n"),
+              std::string::npos)
+        << err;
+    EXPECT_EQ(err.find("CivetServer"), std::string::npos) << err;
+}
+
+// A scraper pointed at a wrong path hears 404, not the metrics: civetweb alone served
+// /metrics/x and /metricsx too.
+TEST(Metrics, OnlyTheMetricsPathAnswers) {
+    RunningBinary fwd = start_binary("127.0.0.1:0", Endpoint::parse("127.0.0.1:9"),
+                                     {"--shards", "1", "--metrics", "127.0.0.1:0"});
+    const auto port = metrics_port(*fwd.process, Deadline{5s});
+    ASSERT_TRUE(port.has_value()) << fwd.process->stderr_text();
+    EXPECT_EQ(http_status(*port, "/metrics", Deadline{5s}), 200);
+    EXPECT_EQ(http_status(*port, "/metrics?name=x", Deadline{5s}), 200);
+    for (const char* path : {"/", "/metrics/", "/metrics/x", "/metricsx", "/favicon.ico", "/x"})
+        EXPECT_EQ(http_status(*port, path, Deadline{5s}), 404) << path;
 }
 
 } // namespace

@@ -179,7 +179,7 @@ TEST(Upgrade, AFailedSuccessorLeavesTheOldProcessServing) {
                         << old_process.stderr_text();
     EXPECT_EQ(status->code, 1);
     EXPECT_NE(failing.stderr_text().find("2 inherited listening sockets for " + at.to_string() +
-                                         ", but 1 shards"),
+                                         ", but 1 shard:"),
               std::string::npos)
         << failing.stderr_text();
     EXPECT_TRUE(eventually(

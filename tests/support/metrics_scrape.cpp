@@ -9,11 +9,14 @@
 
 namespace uringfwd::test {
 
-std::string scrape_metrics(uint16_t port, const Deadline& deadline) {
+namespace {
+
+// The whole response to GET `path` (HTTP/1.0: the server closes after it).
+std::string http_get(uint16_t port, const std::string& path, const Deadline& deadline) {
     Endpoint at{Endpoint::Kind::Inet, "127.0.0.1", port};
     UniqueFd fd = connect_to(at, milliseconds{deadline.poll_timeout_ms()});
     IoResult sent =
-        send_text(fd.get(), "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n", deadline);
+        send_text(fd.get(), "GET " + path + " HTTP/1.0\r\nHost: localhost\r\n\r\n", deadline);
     if (sent.status != IoStatus::Ok)
         throw std::runtime_error("scrape: request not sent: " + to_string(sent.status));
     std::string response;
@@ -22,12 +25,29 @@ std::string scrape_metrics(uint16_t port, const Deadline& deadline) {
     });
     if (got.status != IoStatus::Eof)
         throw std::runtime_error("scrape: response not complete: " + to_string(got.status));
+    return response;
+}
+
+} // namespace
+
+std::string scrape_metrics(uint16_t port, const Deadline& deadline) {
+    const std::string response = http_get(port, "/metrics", deadline);
     const std::size_t body = response.find("\r\n\r\n");
     if (response.rfind("HTTP/1.1 200", 0) != 0 && response.rfind("HTTP/1.0 200", 0) != 0)
         throw std::runtime_error("scrape: " + response.substr(0, response.find('\r')));
     if (body == std::string::npos)
         throw std::runtime_error("scrape: no end of headers");
     return response.substr(body + 4);
+}
+
+int http_status(uint16_t port, const std::string& path, const Deadline& deadline) {
+    const std::string response = http_get(port, path, deadline);
+    // "HTTP/1.1 404 Not Found"
+    const std::size_t space = response.find(' ');
+    if (response.rfind("HTTP/1.", 0) != 0 || space == std::string::npos)
+        throw std::runtime_error("scrape: not an HTTP response: " +
+                                 response.substr(0, response.find('\r')));
+    return std::stoi(response.substr(space + 1, 3));
 }
 
 std::map<std::string, double> parse_samples(const std::string& text) {

@@ -16,6 +16,10 @@ namespace uringfwd::test {
 // other than 200.
 std::string scrape_metrics(uint16_t port, const Deadline& deadline);
 
+// The status of GET `path` on 127.0.0.1:`port` (200, 404, ...); throws on a failed
+// request.
+int http_status(uint16_t port, const std::string& path, const Deadline& deadline);
+
 // Sample lines of the text exposition format, "name{labels}" (as written) -> value.
 // Comment lines (# HELP, # TYPE) are skipped.
 std::map<std::string, double> parse_samples(const std::string& text);

@@ -66,5 +66,15 @@ TEST(InheritedForShard, AnyOtherCountIsRefusedWithTheAddress) {
     EXPECT_THROW(inherited_for_shard({7, 8, 9}, 0, 2, kWeb), std::invalid_argument);
 }
 
+TEST(InheritedForShard, OneShardIsCountedInTheSingular) {
+    try {
+        inherited_for_shard({7, 8}, 0, 1, kWeb);
+        FAIL() << "two sockets for one shard must be refused";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_STREQ(e.what(), "2 inherited listening sockets for 127.0.0.1:8080, but 1 shard: "
+                               "need one, or one per shard (start with --shards 2)");
+    }
+}
+
 } // namespace
 } // namespace uringfwd::engine

@@ -28,3 +28,10 @@ TEST(LogThrottle, TheNextLineCountsWhatWasLeftOut) {
     ASSERT_TRUE(t.allow(now + 3s));
     EXPECT_EQ(t.suppressed(), 0u);
 }
+
+// Every throttled message ends in the same words.
+TEST(LogThrottle, TheNoteSaysHowManyMoreWereSuppressed) {
+    EXPECT_EQ(uringfwd::engine::suppressed_note(0), "");
+    EXPECT_EQ(uringfwd::engine::suppressed_note(1), " (1 more suppressed)");
+    EXPECT_EQ(uringfwd::engine::suppressed_note(41), " (41 more suppressed)");
+}

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <chrono>
 #include <string>
+#include <vector>
 
 namespace uringfwd {
 namespace {
@@ -78,9 +79,10 @@ const auto kWhen = std::chrono::system_clock::time_point{} + 1'796'130'301'123'4
 TEST(AccessLogLine, Text) {
     std::string out;
     ops::append_access_line(out, AccessLogFormat::Text, record(), kWhen);
-    EXPECT_EQ(out, "2026-12-01T13:05:01.123456Z route=web client=192.0.2.7:50123 "
-                   "upstream=10.0.0.5:8080 to_upstream=517 to_client=14020 connect_us=210 "
-                   "duration_us=48211 reason=clean\n");
+    EXPECT_EQ(out,
+              "2026-12-01T13:05:01.123456Z route=web client=192.0.2.7:50123 "
+              "upstream=10.0.0.5:8080 bytes_to_upstream=517 bytes_to_client=14020 connect_us=210 "
+              "duration_us=48211 reason=clean\n");
 }
 
 TEST(AccessLogLine, Json) {
@@ -92,6 +94,31 @@ TEST(AccessLogLine, Json) {
                    "\"duration_us\":48211,\"reason\":\"clean\",\"error\":null}\n");
 }
 
+// One set of keys for both formats (the text's time has none): a query written for one
+// reads the other. The text said to_upstream/to_client where JSON said bytes_*.
+TEST(AccessLogLine, TextAndJsonHaveTheSameKeys) {
+    ConnectionRecord r = record();
+    r.error = ECONNRESET; // the text writes error= only when there is one
+    std::string text;
+    ops::append_access_line(text, AccessLogFormat::Text, r, kWhen);
+    std::string json;
+    ops::append_access_line(json, AccessLogFormat::Json, r, kWhen);
+    std::vector<std::string> text_keys;
+    for (std::size_t at = text.find(' '); at != std::string::npos; at = text.find(' ', at + 1))
+        text_keys.push_back(text.substr(at + 1, text.find('=', at) - at - 1));
+    std::vector<std::string> json_keys;
+    for (std::size_t at = json.find('"'); at != std::string::npos;) {
+        const std::size_t end = json.find('"', at + 1);
+        if (json[end + 1] == ':' && json.substr(at + 1, end - at - 1) != "time")
+            json_keys.push_back(json.substr(at + 1, end - at - 1));
+        at = json.find('"', end + 1);
+    }
+    EXPECT_EQ(text_keys, json_keys) << text << json;
+    EXPECT_THAT(text_keys,
+                ElementsAre("route", "client", "upstream", "bytes_to_upstream", "bytes_to_client",
+                            "connect_us", "duration_us", "reason", "error"));
+}
+
 TEST(AccessLogLine, RefusedHasNoUpstreamAndNamesTheErrno) {
     ConnectionRecord r = record();
     r.upstream = {};
@@ -101,7 +128,7 @@ TEST(AccessLogLine, RefusedHasNoUpstreamAndNamesTheErrno) {
     r.error = ECONNREFUSED;
     std::string text;
     ops::append_access_line(text, AccessLogFormat::Text, r, kWhen);
-    EXPECT_THAT(text, HasSubstr(" upstream=- to_upstream=0 "));
+    EXPECT_THAT(text, HasSubstr(" upstream=- bytes_to_upstream=0 "));
     EXPECT_THAT(text, HasSubstr(" reason=refused error=ECONNREFUSED\n"));
     std::string json;
     ops::append_access_line(json, AccessLogFormat::Json, r, kWhen);

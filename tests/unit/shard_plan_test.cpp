@@ -34,6 +34,16 @@ TEST(ChooseShardCpus, MoreShardsThanCpusIsAnError) {
     }
 }
 
+TEST(ChooseShardCpus, OneCpuIsCountedInTheSingular) {
+    try {
+        choose_shard_cpus({0}, {}, 2);
+        FAIL() << "no exception";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_STREQ(e.what(), "2 shards asked for but only 1 CPU to pin them to (0): one shard "
+                               "per CPU");
+    }
+}
+
 TEST(ChooseShardCpus, NoCpuAtAllIsAnError) {
     EXPECT_THROW(choose_shard_cpus({}, {}, 0), std::invalid_argument);
 }

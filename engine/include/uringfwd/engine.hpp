@@ -154,7 +154,8 @@ public:
     std::vector<ShardStats> shard_stats() const;
     // One entry per member of every pool that has a health_check, in route order.
     std::vector<MemberHealth> member_health() const;
-    // Per route and per pool member, in the configuration's order. Each shard is asked
+    // Per route and per pool member, in the configuration's order, then the routes and
+    // members a reconfigure() removed while connections drain on them. Each shard is asked
     // on its own thread (they share nothing); returns once each has answered, a wake-up
     // and a few microseconds per shard. Empty once the engine has stopped.
     std::vector<RouteStats> route_stats() const;

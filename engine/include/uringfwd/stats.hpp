@@ -85,9 +85,11 @@ struct MemberStats {
     uint64_t bytes_to_client = 0;
 };
 
-// One route, summed over shards. Counts start when the route is configured: a
-// reconfigure() starts them again (connections still open on the route as it was are
-// then no longer counted here).
+// One route, summed over shards. Counts start when the route is configured. After a
+// reconfigure() the connections still open on the route as it was count here, by the
+// route's name (and a removed route or member keeps its entry), until the last of them
+// has closed: then its counts are gone, and the route's start again from what the new
+// configuration counted (a counter reset, to Prometheus).
 struct RouteStats {
     std::string name;
     uint64_t accepted = 0; // clients accepted or handed over
