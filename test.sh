@@ -13,7 +13,7 @@
 set -uo pipefail
 cd "$(dirname "$0")"
 # Each step prints how far into the run it starts, so a slow CI shows where the time went.
-step() { step "$1 (at ${SECONDS} s)"; }
+step() { echo "=== $1 (at ${SECONDS} s)"; }
 results=()   # one "junit-file status" or "name:ok|fail" entry per step
 
 scripts/install-deps.sh || { echo "dependency installation failed"; echo "0 passed, 1 failed"; exit 1; }
