@@ -76,7 +76,7 @@ if [[ "${URING_FWD_QUICK:-0}" != 1 ]]; then
       *": ok, "*) results+=("fuzz-${line%%:*}:ok") ;;
       *": BUILD FAILED"* | *": CRASH"*) results+=("fuzz-${line%%:*}:fail") ;;
     esac
-  done < <(tests/fuzz/run.sh "${URING_FWD_FUZZ_SECONDS:-30}" 2>&1)
+  done < <(tests/fuzz/run.sh "${URING_FWD_FUZZ_SECONDS:-20}" 2>&1)
 fi
 
 step "done"

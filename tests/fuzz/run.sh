@@ -51,40 +51,65 @@ declare -A target_flags=(
     [config]="-include tests/fuzz/toml_assert.hpp"
 )
 
-status=0
-for target in endpoint cpu_list config proxy_header client_hello; do
-    bin="$work/${target}_fuzz"
-    corpus="$work/corpus/$target"
-    artifacts="$work/artifacts/$target/"
+targets=(endpoint cpu_list config proxy_header client_hello)
+
+# Builds and runs one target; its verdict line goes to $work/TARGET.out, details to
+# $work/TARGET.err (printed in target order once all have run), a crash leaves
+# $work/keep so the scratch directory is kept for the input.
+fuzz_one() {
+    local target=$1
+    local bin="$work/${target}_fuzz" corpus="$work/corpus/$target"
+    local artifacts="$work/artifacts/$target/" log="$work/$target.log"
+    local out="$work/$target.out" err="$work/$target.err"
     mkdir -p "$corpus" "$artifacts"
     cp tests/fuzz/corpus/"$target"/* "$corpus"/
 
+    local target_sources extra_flags
     read -r -d '' -a target_sources <<<"${sources[$target]}" || true
     read -r -a extra_flags <<<"${target_flags[$target]:-}"
     if ! clang++ "${cxxflags[@]}" "${extra_flags[@]}" "tests/fuzz/${target}_fuzz.cpp" \
         "${target_sources[@]}" \
         "${fmt_flags[@]}" -o "$bin" 2>"$work/$target.build.log"; then
-        echo "$target: BUILD FAILED (see below)"
-        cat "$work/$target.build.log" >&2
-        status=1
-        continue
+        echo "$target: BUILD FAILED (see below)" >"$out"
+        cp "$work/$target.build.log" "$err"
+        return 1
     fi
 
     # A dictionary of the format's words, where a target has one (tests/fuzz/NAME.dict).
-    dict=()
+    local dict=()
     if [ -f "tests/fuzz/$target.dict" ]; then dict=(-dict="tests/fuzz/$target.dict"); fi
 
-    log="$work/$target.log"
     if "$bin" -max_total_time="$seconds" -artifact_prefix="$artifacts" "${dict[@]}" "$corpus" \
         >"$log" 2>&1; then
+        local runs
         runs="$(grep -o 'Done [0-9]* runs' "$log" | grep -o '[0-9]*' || echo '?')"
-        echo "$target: ok, $runs runs in ${seconds}s, corpus $(find "$corpus" -type f | wc -l) inputs"
+        echo "$target: ok, $runs runs in ${seconds}s, corpus $(find "$corpus" -type f | wc -l) inputs" >"$out"
     else
+        local crash
         crash="$(find "$artifacts" -type f | head -n 1)"
-        echo "$target: CRASH, input ${crash:-<none saved>}, log $log"
-        tail -n 40 "$log" >&2
-        keep_work=1
-        status=1
+        echo "$target: CRASH, input ${crash:-<none saved>}, log $log" >"$out"
+        tail -n 40 "$log" >"$err"
+        touch "$work/keep"
+        return 1
     fi
+}
+
+# One target per core at a time: each build and each fuzzer is single-threaded, so on
+# CI's two cores this halves the step's time.
+jobs="${URING_FWD_FUZZ_JOBS:-$(nproc)}"
+running=0
+for target in "${targets[@]}"; do
+    if [ "$running" -ge "$jobs" ]; then wait -n || true; running=$((running - 1)); fi
+    fuzz_one "$target" &
+    running=$((running + 1))
 done
+wait
+
+status=0
+for target in "${targets[@]}"; do
+    if [ -f "$work/$target.out" ]; then cat "$work/$target.out"; else echo "$target: NO RESULT"; fi
+    if [ -f "$work/$target.err" ]; then cat "$work/$target.err" >&2; fi
+    grep -q ": ok, " "$work/$target.out" 2>/dev/null || status=1
+done
+if [ -f "$work/keep" ]; then keep_work=1; fi
 exit "$status"
