@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # Sets up and runs the whole test suite; the last line is "N passed, M failed".
 #   1. optimized build (debugoptimized): unit, integration (once per data path: auto,
-#      splice, copy), hardening and interop (outside tools: promtool) suites
-#   2. liburingfwd installed from step 1's build and used by a small program, through
+#      splice, copy, ring splices, plain fds), hardening, scale and interop (outside
+#      tools: promtool) suites, and the docs' checks
+#   2. the release build (-O3, what ./run.sh makes), compiled only
+#   3. liburingfwd installed from step 1's build and used by a small program, through
 #      pkg-config (shared and static) and as a meson subproject (scripts/check-install.sh)
-#   3. the Debian packages built (dpkg-buildpackage), their contents checked, extracted
+#   4. the Debian packages built (dpkg-buildpackage), their contents checked, extracted
 #      into a scratch root and run, and lintian-clean of errors (scripts/check-package.sh)
-#   4. unit + integration (auto and copy) under AddressSanitizer + UndefinedBehaviorSanitizer
-#   5. unit + integration (auto) under ThreadSanitizer (shards run on threads)
-#   6. a short libFuzzer run of every parser of outside input
+#   5. unit + integration (auto and copy) under AddressSanitizer + UndefinedBehaviorSanitizer
+#   6. unit + integration (auto) under ThreadSanitizer (shards run on threads)
+#   7. a short libFuzzer run of every parser of outside input, one target per core
+# Steps 2 and 4 run in the background while step 1's suites run.
 # URING_FWD_QUICK=1 runs only step 1 (for a fast local loop).
 set -uo pipefail
-cd "$(dirname "$0")"
+cd "$(dirname "$0")" || exit 1
 # Each step prints how far into the run it starts, so a slow CI shows where the time went.
 step() { echo "=== $1 (at ${SECONDS} s)"; }
 results=()   # one "junit-file status" or "name:ok|fail" entry per step
@@ -36,23 +39,44 @@ run_suites() {
   results+=("$dir/meson-logs/testlog.junit.xml:$?")
 }
 
-run_suites build ""
-if [[ "${URING_FWD_QUICK:-0}" != 1 ]]; then
+# Steps 2 (release build) and 4 (package) compile and check what no test runs, so they
+# run in the background at the lowest priority while step 1's suites run (those wait on
+# sockets and timers for much of their time): CI gets the cores' idle time, and the
+# tests keep theirs. Their output is printed, in order, once they are done.
+background_builds() {
   # The build ./run.sh makes (release, -O3): GCC finds other warnings at -O3 than at
   # -O2 (a -Wrestrict false positive broke it once, GCC bug 105329), and the README
   # promises that command works.
   step "build-release"
-  if scripts/build.sh build-release -Dtests=false -Dbuildtype=release; then
-    results+=("build-release:ok")
+  if nice -n 19 scripts/build.sh build-release -Dtests=false -Dbuildtype=release; then
+    echo "result build-release:ok"
   else
-    results+=("build-release:fail")
+    echo "result build-release:fail"
   fi
+  # The .debs built from debian/, their contents, the installed binary and lintian.
+  step "package"
+  if nice -n 19 scripts/check-package.sh; then echo "result package:ok"; else echo "result package:fail"; fi
+}
+
+quick="${URING_FWD_QUICK:-0}"
+background_log=build-background.log
+if [[ $quick != 1 ]]; then
+  background_builds >"$background_log" 2>&1 &
+  background_pid=$!
+fi
+run_suites build ""
+if [[ $quick != 1 ]]; then
   # One step, one result: its own output says which part failed.
   step "install"
   if scripts/check-install.sh build; then results+=("install:ok"); else results+=("install:fail"); fi
-  # The .debs built from debian/, their contents, the installed binary and lintian.
-  step "package"
-  if scripts/check-package.sh; then results+=("package:ok"); else results+=("package:fail"); fi
+  step "background builds (started with step 1)"
+  wait "$background_pid"
+  while IFS= read -r line; do
+    case "$line" in
+      "result "*) results+=("${line#result }") ;;
+      *) echo "$line" ;;
+    esac
+  done <"$background_log"
   # Debian's gtest is not built with sanitizers; -Db_lundef=false lets the sanitizer
   # runtime resolve at load time as it expects. ASan+UBSan covers the unit and
   # integration suites on auto (which switches paths) and on copy (which owns user-space
