@@ -254,6 +254,13 @@ void add_flags(CLI::App& app, Flags& flags) {
     app.add_option("--max-connections", flags.max_connections,
                    "open connections at most, all shards together; more clients wait in the "
                    "listen backlog; 0 = no limit")
+        // CLI11 reads "-5" into a size_t by wrapping it round to 2^64 - 5.
+        ->check(CLI::Validator(
+            [](const std::string& text) {
+                return text.starts_with('-') ? fmt::format("must be 0 or more, not \"{}\"", text)
+                                             : std::string();
+            },
+            ""))
         ->default_str("0");
     app.add_flag("--accept-proxy", flags.accept_proxy,
                  "clients must start with a PROXY protocol v1 or v2 header (from a proxy in "

@@ -117,6 +117,12 @@ TEST(CliFlags, HelpShowsDurationsReadably) {
     EXPECT_EQ(help.find("[UNIT]"), std::string::npos) << help;
 }
 
+// A size_t flag took "-5" as 2^64 - 5 (CLI11 wraps it): a negative limit is a mistake.
+TEST(CliFlags, ANegativeConnectionLimitIsRefused) {
+    expect_refused(route(Endpoint::parse("127.0.0.1:1"), {"--max-connections", "-5"}),
+                   "--max-connections: must be 0 or more, not \"-5\"");
+}
+
 // Both read only what --accept-proxy reads: alone, each is a mistake.
 TEST(CliFlags, InspectTimeoutAndTrustedSourcesNeedAcceptProxy) {
     expect_refused(route(Endpoint::parse("127.0.0.1:1"), {"--inspect-timeout", "2s"}),
