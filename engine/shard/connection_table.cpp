@@ -19,7 +19,7 @@ Connection& ConnectionTable::allocate() {
 
 void ConnectionTable::release(Connection& c) {
     uint32_t slot = c.slot;
-    uint32_t next_generation = (c.generation + 1) & 0xffffffu;
+    uint32_t next_generation = (c.generation + 1) & OpTag::kGenerationMask;
     c = Connection{};
     c.slot = slot;
     c.generation = next_generation;

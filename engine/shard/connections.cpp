@@ -240,7 +240,7 @@ void Connections::start_connect(Connection& conn) {
 }
 
 void Connections::on_completion(const OpTag& t, const uring::Completion& c) {
-    Connection* found = table_.find(t.slot, t.generation);
+    Connection* found = table_.find(t.index, t.generation);
     if (found == nullptr) {
         shard_.log.error("completion for a connection that no longer exists (op {})",
                          static_cast<int>(t.op));
@@ -284,8 +284,37 @@ void Connections::on_completion(const OpTag& t, const uring::Completion& c) {
     case Op::MemberWait:
         on_member_wait_over(conn, c.result);
         break;
-    default:
+    case Op::PollIn:
+    case Op::PollOut:
+    case Op::SpliceIn:
+    case Op::SpliceOut:
+    case Op::Drain:
+    case Op::Recv:
+    case Op::Send:
+    case Op::ErrorWatch:
         handle(conn, t.side, directions_.on_completion(conn, t.side, t.op, c));
+        break;
+    // The shard's or a listener's operation: never tagged for a connection.
+    case Op::Wake:
+    case Op::PipeRetry:
+    case Op::PipeRetryCancel:
+    case Op::CoalesceTick:
+    case Op::DrainDeadline:
+    case Op::IdleSweep:
+    case Op::ShardCancel:
+    case Op::ShardCloseFile:
+    case Op::Accept:
+    case Op::AcceptPause:
+    case Op::AcceptReady:
+    case Op::ListenerCancel:
+    case Op::ListenerCloseFile:
+    case Op::Count:
+        shard_.log.error("completion with operation {}, which is not a connection's",
+                         static_cast<int>(t.op));
+        handle(
+            conn, t.side,
+            Outcome::failed(CloseReason::LocalError, "an unknown operation on", "connection", 0));
+        break;
     }
     settle(conn);
 }

@@ -50,7 +50,7 @@ public:
              bool inspect = false, std::shared_ptr<const Inspector> listener_inspector = {},
              const SocketAddress* peer = nullptr, const SocketAddress* local = nullptr);
 
-    // A completion of one of a connection's operations (slot != kShardSlot).
+    // A completion of one of a connection's operations (Owner::Connection).
     void on_completion(const OpTag& tag, const uring::Completion& c);
 
     // After every batch of completions (see Directions::resume_waiters).

@@ -47,9 +47,36 @@ Outcome Directions::on_completion(Connection& conn, Side side, Op op, const urin
         return on_sent(conn, side, c.result);
     case Op::ErrorWatch:
         return on_error_watch(conn, side, c.result, c.more());
-    default:
-        return Outcome::failed(CloseReason::LocalError, "an unknown operation on", "connection", 0);
+    // Not a direction's: Connections::on_completion keeps them.
+    case Op::Wake:
+    case Op::PipeRetry:
+    case Op::PipeRetryCancel:
+    case Op::CoalesceTick:
+    case Op::DrainDeadline:
+    case Op::IdleSweep:
+    case Op::ShardCancel:
+    case Op::ShardCloseFile:
+    case Op::Accept:
+    case Op::AcceptPause:
+    case Op::AcceptReady:
+    case Op::ListenerCancel:
+    case Op::ListenerCloseFile:
+    case Op::InspectRecv:
+    case Op::InspectTimeout:
+    case Op::Connect:
+    case Op::ConnectTimeout:
+    case Op::Preamble:
+    case Op::Cancel:
+    case Op::Socket:
+    case Op::SocketOpt:
+    case Op::CloseFile:
+    case Op::HalfClose:
+    case Op::InstallFd:
+    case Op::MemberWait:
+    case Op::Count:
+        break;
     }
+    return Outcome::failed(CloseReason::LocalError, "an unknown operation on", "connection", 0);
 }
 
 // ---------------------------------------------------------------- splice path

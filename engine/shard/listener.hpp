@@ -146,7 +146,7 @@ public:
 private:
     void arm();
     void end_accept(); // cancels the multishot accept, if armed
-    OpTag tag(Op op) const { return OpTag::for_shard(op, index_); }
+    OpTag tag(Op op) const { return OpTag::for_listener(op, index_); }
 
     ShardIo& io_;
     const Logger& log_;

@@ -98,20 +98,27 @@ void Shard::log_pool_notices() {
         log_.warn("{}", notice);
 }
 
+// Every switch below names every Op, without a default, so -Wswitch finds an operation
+// added without a handler; what is not its owner's is refused with a log line.
 void Shard::dispatch(const uring::Completion& c) {
     OpTag t = OpTag::decode(c.user_data);
-    if (!t.for_shard()) {
+    switch (t.owner) {
+    case Owner::Connection:
         connections_->on_completion(t, c);
         return;
-    }
-    switch (t.op) {
-    case Op::Accept:
-    case Op::AcceptReady:
-    case Op::AcceptPause:
-    case Op::ListenerCancel:
-    case Op::ListenerCloseFile: // a client accepted after stop(), closed unserved
+    case Owner::Listener:
         on_listener_op(t, c);
-        break;
+        return;
+    case Owner::Shard:
+        on_shard_op(t, c);
+        return;
+    }
+    log_.error("completion with an unknown owner kind {} (op {})", static_cast<int>(t.owner),
+               static_cast<int>(t.op));
+}
+
+void Shard::on_shard_op(const OpTag& t, const uring::Completion& c) {
+    switch (t.op) {
     case Op::PipeRetry:
     case Op::PipeRetryCancel:
     case Op::CoalesceTick: {
@@ -121,18 +128,18 @@ void Shard::dispatch(const uring::Completion& c) {
             directions.on_retry_timer(); // waiters are resumed after every batch
         else if (t.op == Op::CoalesceTick)
             directions.on_coalesce_tick(); // so are the coalescing directions
-        break;
+        return;
     }
     case Op::Wake:
         io_->completed(in_flight_, t, c);
         on_wake(c.result);
-        break;
+        return;
     case Op::DrainDeadline:
         io_->completed(in_flight_, t, c);
         drain_timer_armed_ = false;
         if (c.result == -ETIME)
             connections_->close_all(CloseReason::DrainTimeout);
-        break;
+        return;
     case Op::IdleSweep:
         io_->completed(in_flight_, t, c);
         idle_sweep_armed_ = false;
@@ -140,35 +147,104 @@ void Shard::dispatch(const uring::Completion& c) {
             connections_->close_idle();
             arm_idle_sweep();
         }
-        break;
+        return;
     case Op::ShardCancel:
     case Op::ShardCloseFile:
         io_->completed(in_flight_, t, c);
+        return;
+    // A listener's or a connection's operation: never tagged for the shard.
+    case Op::Accept:
+    case Op::AcceptPause:
+    case Op::AcceptReady:
+    case Op::ListenerCancel:
+    case Op::ListenerCloseFile:
+    case Op::InspectRecv:
+    case Op::InspectTimeout:
+    case Op::Connect:
+    case Op::ConnectTimeout:
+    case Op::Preamble:
+    case Op::PollIn:
+    case Op::PollOut:
+    case Op::SpliceIn:
+    case Op::SpliceOut:
+    case Op::Drain:
+    case Op::Recv:
+    case Op::Send:
+    case Op::ErrorWatch:
+    case Op::Cancel:
+    case Op::Socket:
+    case Op::SocketOpt:
+    case Op::CloseFile:
+    case Op::HalfClose:
+    case Op::InstallFd:
+    case Op::MemberWait:
+    case Op::Count:
         break;
-    default:
-        log_.error("completion with unknown shard operation {}", static_cast<int>(t.op));
     }
+    log_.error("completion with operation {}, which is not the shard's", static_cast<int>(t.op));
 }
 
 void Shard::on_listener_op(const OpTag& t, const uring::Completion& c) {
-    if (t.index() >= listeners_.size()) {
-        log_.error("completion for listener {}, which does not exist", t.index());
+    if (t.index >= listeners_.size()) {
+        log_.error("completion for listener {}, which does not exist", t.index);
         return;
     }
-    Listener& listener = *listeners_[t.index()];
-    io_->completed(listener.in_flight(), t, c);
-    if (t.op == Op::Accept) {
+    Listener& listener = *listeners_[t.index];
+    switch (t.op) {
+    case Op::Accept:
+        io_->completed(listener.in_flight(), t, c);
         if (int fd = listener.on_accept(c, connections_->active()); fd >= 0)
             open_connection(listener, fd);
         listener.keep_accepting();
-    } else if (t.op == Op::AcceptReady) {
+        return;
+    case Op::AcceptReady:
+        io_->completed(listener.in_flight(), t, c);
         listener.on_ready(c);
         if (c.result >= 0 && !stopping_)
             accept_waiting(listener);
         listener.keep_accepting();
-    } else if (t.op == Op::AcceptPause) {
+        return;
+    case Op::AcceptPause:
+        io_->completed(listener.in_flight(), t, c);
         listener.on_pause_over();
+        return;
+    case Op::ListenerCancel:
+    case Op::ListenerCloseFile: // a client accepted after stop(), closed unserved
+        io_->completed(listener.in_flight(), t, c);
+        return;
+    // The shard's or a connection's operation: never tagged for a listener.
+    case Op::Wake:
+    case Op::PipeRetry:
+    case Op::PipeRetryCancel:
+    case Op::CoalesceTick:
+    case Op::DrainDeadline:
+    case Op::IdleSweep:
+    case Op::ShardCancel:
+    case Op::ShardCloseFile:
+    case Op::InspectRecv:
+    case Op::InspectTimeout:
+    case Op::Connect:
+    case Op::ConnectTimeout:
+    case Op::Preamble:
+    case Op::PollIn:
+    case Op::PollOut:
+    case Op::SpliceIn:
+    case Op::SpliceOut:
+    case Op::Drain:
+    case Op::Recv:
+    case Op::Send:
+    case Op::ErrorWatch:
+    case Op::Cancel:
+    case Op::Socket:
+    case Op::SocketOpt:
+    case Op::CloseFile:
+    case Op::HalfClose:
+    case Op::InstallFd:
+    case Op::MemberWait:
+    case Op::Count:
+        break;
     }
+    log_.error("completion with operation {}, which is not a listener's", static_cast<int>(t.op));
 }
 
 void Shard::arm_idle_sweep() {

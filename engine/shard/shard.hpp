@@ -133,6 +133,7 @@ private:
     bool done_serving() const;
     void after_batch();
     void dispatch(const uring::Completion& c);
+    void on_shard_op(const OpTag& tag, const uring::Completion& c);
     void on_listener_op(const OpTag& tag, const uring::Completion& c);
     // `fd_unit_taken`: its unit of the fd limit's connections was taken before the
     // accept (one at a time).
