@@ -12,6 +12,8 @@
 # URING_FWD_QUICK=1 runs only step 1 (for a fast local loop).
 set -uo pipefail
 cd "$(dirname "$0")"
+# Each step prints how far into the run it starts, so a slow CI shows where the time went.
+step() { echo "=== $1 (at ${SECONDS} s)"; }
 results=()   # one "junit-file status" or "name:ok|fail" entry per step
 
 scripts/install-deps.sh || { echo "dependency installation failed"; echo "0 passed, 1 failed"; exit 1; }
@@ -20,7 +22,7 @@ scripts/install-deps.sh || { echo "dependency installation failed"; echo "0 pass
 # the only ninja targets the suites need (a sanitizer build then compiles no more).
 run_suites() {
   local dir=$1 suites=$2; shift 2
-  echo "=== $dir: build"
+  step "$dir: build"
   if [[ ! -f $dir/build.ninja ]] && ! meson setup "$dir" "$@" >"$dir.setup.log" 2>&1; then
     cat "$dir.setup.log"; results+=("$dir-build:fail"); return
   fi
@@ -28,7 +30,7 @@ run_suites() {
   if ! ninja -C "$dir" ${targets:-} >"$dir.build.log" 2>&1; then
     tail -50 "$dir.build.log"; results+=("$dir-build:fail"); return
   fi
-  echo "=== $dir: test"
+  step "$dir: test"
   # shellcheck disable=SC2086 # suites is a list of test names
   meson test -C "$dir" --no-rebuild --print-errorlogs --num-processes 1 $suites
   results+=("$dir/meson-logs/testlog.junit.xml:$?")
@@ -39,17 +41,17 @@ if [[ "${URING_FWD_QUICK:-0}" != 1 ]]; then
   # The build ./run.sh makes (release, -O3): GCC finds other warnings at -O3 than at
   # -O2 (a -Wrestrict false positive broke it once, GCC bug 105329), and the README
   # promises that command works.
-  echo "=== build-release"
+  step "build-release"
   if scripts/build.sh build-release -Dtests=false -Dbuildtype=release; then
     results+=("build-release:ok")
   else
     results+=("build-release:fail")
   fi
   # One step, one result: its own output says which part failed.
-  echo "=== install"
+  step "install"
   if scripts/check-install.sh build; then results+=("install:ok"); else results+=("install:fail"); fi
   # The .debs built from debian/, their contents, the installed binary and lintian.
-  echo "=== package"
+  step "package"
   if scripts/check-package.sh; then results+=("package:ok"); else results+=("package:fail"); fi
   # Debian's gtest is not built with sanitizers; -Db_lundef=false lets the sanitizer
   # runtime resolve at load time as it expects. ASan+UBSan covers the unit and
@@ -65,7 +67,7 @@ if [[ "${URING_FWD_QUICK:-0}" != 1 ]]; then
     run_suites build-asan "unit integration integration-copy" -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 targets=$sanitizer_targets \
     run_suites build-tsan "unit integration" -Db_sanitize=thread -Db_lundef=false -Dbuildtype=debug
-  echo "=== fuzz"
+  step "fuzz"
   while read -r line; do
     echo "$line"
     case "$line" in
@@ -77,4 +79,5 @@ if [[ "${URING_FWD_QUICK:-0}" != 1 ]]; then
   done < <(tests/fuzz/run.sh "${URING_FWD_FUZZ_SECONDS:-30}" 2>&1)
 fi
 
+step "done"
 python3 tests/summary.py "${results[@]}"

@@ -41,7 +41,8 @@ declare -A sources=(
     [config]="$(echo engine/config/*.cpp) engine/net/endpoint.cpp engine/support/quote_input.cpp
               engine/platform/cpu_list.cpp engine/platform/numa_topology.cpp
               engine/api/data_path.cpp engine/api/route.cpp engine/support/log_level.cpp
-              engine/net/cidr.cpp engine/routing/sni_router.cpp engine/api/operations.cpp"
+              engine/net/cidr.cpp engine/routing/sni_router.cpp engine/api/operations.cpp
+              engine/net/socket_address.cpp engine/platform/accounts.cpp"
     [client_hello]="engine/protocol/client_hello.cpp"
 )
 
