@@ -28,43 +28,36 @@ Endpoint upstream_endpoint(const Connection& conn) {
 
 } // namespace
 
-int Connections::open(uring::FileRef client, bool set_client_no_delay, ShardRoute& r,
-                      bool route_counted, SocketUnits units, std::vector<std::byte> preamble,
-                      int upstream_fd, bool inspect,
-                      std::shared_ptr<const Inspector> listener_inspector,
-                      const SocketAddress* peer, const SocketAddress* local) {
+int Connections::open(ShardRoute& r, WaitingClient&& client) {
     Connection& conn = table_.allocate();
-    if (client.fixed)
-        conn.client.set_slot(client.index);
-    else
-        conn.client.reset_plain(client.index);
-    if (peer != nullptr && local != nullptr) {
+    client.client.serve_into(conn.client);
+    if (conn.client.fixed()) {
         conn.socket_addresses_known = true;
-        conn.socket_peer = *peer;
-        conn.socket_local = *local;
+        conn.socket_peer = client.peer;
+        conn.socket_local = client.local;
     }
     conn.route = &r;
-    conn.route_counted = route_counted;
-    conn.units = units;
+    conn.route_counted = client.route_counted;
+    conn.units = client.units;
     conn.opened_at = conn.last_active = shard_.now;
     conn.id = static_cast<uint64_t>(shard_.shard_index) << 48 | (++opened_ & 0xffffffffffffu);
-    conn.preamble = std::move(preamble);
+    conn.preamble = std::move(client.preamble);
     ++r.active;
     ++r.accepted;
     ShardCounters& counters = shard_.io.counters();
     bump(counters.accepted);
     bump(counters.active);
-    if (set_client_no_delay)
+    if (client.set_no_delay)
         no_delay(conn, conn.client);
-    if (upstream_fd >= 0) { // connected by the caller: forward at once
+    if (client.upstream.valid()) { // connected by the caller: forward at once
         notify_open(conn);
-        conn.upstream.reset_plain(upstream_fd);
+        client.upstream.serve_into(conn.upstream);
         conn.caller_upstream = true;
         start_forwarding(conn);
         return 0;
     }
-    if (inspect && (!r.inspectors.empty() || listener_inspector)) {
-        conn.listener_inspector = std::move(listener_inspector);
+    if (client.inspect && (!r.inspectors.empty() || client.listener_inspector)) {
+        conn.listener_inspector = std::move(client.listener_inspector);
         return begin_inspect(conn);
     }
     return choose_upstream(conn);

@@ -32,23 +32,13 @@ public:
         : shard_(shard), room_(std::move(room)), route_at_(std::move(route_at)),
           directions_(shard) {}
 
-    // A client of `route` was accepted: connect it to a member of the route's pool.
-    // Returns 0, or the errno when no socket could be had for the upstream; the client
-    // is then reset, and for a shortage of fds the caller pauses accepting.
-    // `preamble`: bytes the client sent before the engine took it (Engine::forward),
-    // sent to the upstream first. `upstream_fd`: a connected upstream of the caller's
-    // (Engine::forward_pair): no member is chosen and nothing connected. `inspect`: a
-    // client of a listener, which goes through the route's inspectors first (if any).
-    // `listener_inspector`: the listen address's own inspector (routes sharing it), asked
-    // after the route's chain.
-    // `client` may be a slot of the shard's file table (direct descriptors); its
-    // addresses then come in `peer`/`local` (a slot has no fd to ask).
-    // `route_counted`: the client holds a unit of the route's limit, given back when it
-    // closes; `units`: what it holds of the shard's socket budget, handed to `room`.
-    int open(uring::FileRef client, bool set_client_no_delay, ShardRoute& route, bool route_counted,
-             SocketUnits units, std::vector<std::byte> preamble = {}, int upstream_fd = -1,
-             bool inspect = false, std::shared_ptr<const Inspector> listener_inspector = {},
-             const SocketAddress* peer = nullptr, const SocketAddress* local = nullptr);
+    // A client of `route` was let in (WaitingClient: what it brings and holds): connect
+    // it to a member of the route's pool, or forward at once to an upstream of the
+    // caller's (forward_pair), or first let the route's inspectors (and the listen
+    // address's) read its preamble. The connection owns the client's sockets from now
+    // on. Returns 0, or the errno when no socket could be had for the upstream; the
+    // client is then reset, and for a shortage of fds the caller pauses accepting.
+    int open(ShardRoute& route, WaitingClient&& client);
 
     // A completion of one of a connection's operations (Owner::Connection).
     void on_completion(const OpTag& tag, const uring::Completion& c);

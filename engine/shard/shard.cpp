@@ -3,7 +3,6 @@
 // shard_admission.cpp, changes in shard_reload.cpp, hand-overs in shard_handoff.cpp.
 #include "shard/shard.hpp"
 
-#include "net/sockets.hpp"
 #include "support/plural.hpp"
 
 #include <poll.h>
@@ -302,23 +301,12 @@ void Shard::begin_stop() {
     connections_->directions().stop();
     refuse_handoffs();
     // Clients still waiting for room are refused: the engine takes no new connection.
+    // Each is reset and closed as it is dropped (UnservedSocket).
     for (auto* routes : {&routes_, &retired_routes_}) {
         for (auto& route : *routes) {
-            for (const WaitingClient& client : route->waiting) {
-                if (client.slot >= 0) {
-                    io_->close_direct(in_flight_, OpTag::for_shard(Op::ShardCloseFile),
-                                      uring::FileRef::direct(client.slot), /*reset=*/true);
-                    drop(counters_.direct_slots);
-                }
-                for (int fd : {client.fd, client.upstream_fd}) {
-                    if (fd >= 0) {
-                        set_reset_on_close(fd);
-                        ::close(fd);
-                    }
-                }
+            for (const WaitingClient& client : route->waiting)
                 if (client.units.fd)
                     fd_connections_->give_back(); // the engine is stopping: none to wake
-            }
             route->waiting.clear();
             route->stop_wanting();
         }

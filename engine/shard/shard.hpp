@@ -14,6 +14,7 @@
 #include "shard/shard_doorbells.hpp"
 #include "shard/shard_io.hpp"
 #include "shard/shard_route.hpp"
+#include "shard/unserved_socket.hpp"
 #include "support/log_throttle.hpp"
 #include "support/logger.hpp"
 #include "uring/provided_buffers.hpp"
@@ -61,12 +62,14 @@ struct ShardChange {
     std::vector<ListenerSetup> new_listeners;
 };
 
-// A connection the application hands over (Engine::forward, forward_pair).
+// A connection the application hands over (Engine::forward, forward_pair). It owns
+// its sockets: one dropped before its shard takes it (the route went away, the shard
+// stopped) is reset and closed (UnservedSocket).
 struct Handoff {
-    int client_fd = -1;
-    int upstream_fd = -1; // forward_pair: connected by the application
-    std::string route;
-    std::vector<std::byte> preamble; // read from the client before the hand-over
+    UnservedSocket client{};
+    UnservedSocket upstream{}; // forward_pair: connected by the application
+    std::string route{};
+    std::vector<std::byte> preamble{}; // read from the client before the hand-over
 };
 
 class Shard {
@@ -89,9 +92,10 @@ public:
     // new routes at once; open ones keep their route and member until they end.
     std::string apply_change(ShardChange change);
 
-    // Thread-safe: queues a connection for this shard, which owns its fds from then
-    // on. False, with nothing taken, once the shard is stopping.
-    bool hand_over(Handoff handoff);
+    // Thread-safe: queues a connection for this shard, which owns its sockets from then
+    // on (taken from `handoff`). False, with `handoff` left as it was, once the shard is
+    // stopping.
+    bool hand_over(Handoff& handoff);
 
     // Thread-safe: runs `task` on the shard's thread between two batches of completions
     // and returns once it has run; false, without running it, once the shard has ended.
@@ -200,6 +204,9 @@ private:
     Logger log_;
     int wake_fd_; // setup_.doorbells': this shard's
     ShardCounters counters_;
+    // The wake-up poll, the drain deadline, their cancels, and the closes of slots
+    // nobody serves (slot_closer_). Before the routes, which go first and may hold such.
+    InFlight in_flight_;
     // Made on the shard's thread in setup(), in this order; destroyed in reverse, so
     // the copy buffers are unregistered before their ring goes.
     std::unique_ptr<ShardIo> io_;
@@ -209,6 +216,7 @@ private:
     DataPath data_path_ = DataPath::Auto;                  // what the shard really does
     bool direct_ = false; // direct descriptors in use (setup_direct_descriptors())
     std::unique_ptr<ShardContext> context_;
+    SlotCloser slot_closer_; // io_ and in_flight_, once io_ is made
     // Per route of setup_.routes, same order. Connections point at theirs, so routes
     // replaced by a change are kept (retired) until their last connection has gone.
     std::vector<std::unique_ptr<ShardRoute>> routes_;
@@ -236,7 +244,6 @@ private:
     std::chrono::milliseconds idle_sweep_{0}; // 0: no route has an idle timeout
     bool idle_sweep_armed_ = false;
 
-    InFlight in_flight_; // the wake-up poll, the drain deadline, their cancels
     bool stopping_ = false;
     bool drain_timer_armed_ = false;
     bool final_cancels_sent_ = false;

@@ -126,6 +126,7 @@ void Shard::make_group_inspectors() {
 
 void Shard::setup_ring() {
     io_ = std::make_unique<ShardIo>(config_.ring_entries, counters_);
+    slot_closer_ = {io_.get(), &in_flight_};
     uring::Ring& ring = io_->ring();
     if (!setup_.worker_cpus.empty()) {
         // io-wq workers run the splices; one on another CPU than the shard costs 2.3 to
