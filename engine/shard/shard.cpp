@@ -20,7 +20,7 @@ Shard::Shard(ShardSetup setup, Logger logger)
       wake_fd_(setup_.doorbells->fd(static_cast<std::size_t>(setup_.index))) {}
 
 Shard::~Shard() {
-    refuse_handoffs(); // a shard that never ran still owns what was handed to it
+    mailbox_.close(); // a shard that never ran still owns what was handed to it
 }
 
 void Shard::request_stop(std::chrono::milliseconds drain) {
@@ -37,12 +37,14 @@ void Shard::run(std::promise<void>& ready) {
     try {
         setup();
     } catch (...) {
+        mailbox_.close();
         finished_.store(true, std::memory_order_release);
         ready.set_exception(std::current_exception());
         return;
     }
     ready.set_value();
     serve();
+    mailbox_.close(); // what came too late is refused, or dropped (a hand-over reset)
     finished_.store(true, std::memory_order_release);
 }
 
@@ -260,9 +262,7 @@ void Shard::on_wake(int result) {
         return; // cancelled: the shard is finishing
     uint64_t value = 0;
     [[maybe_unused]] ssize_t n = ::read(wake_fd_, &value, sizeof(value));
-    take_change();
-    run_calls();
-    take_handoffs();
+    mailbox_.run(); // changes, calls, hand-overs
     // Perhaps another shard gave room back at a limit this shard waits at.
     resume_all();
     if (stop_requested_.load(std::memory_order_acquire))
@@ -299,7 +299,6 @@ void Shard::begin_stop() {
     for (auto& listener : listeners_)
         listener->stop();
     connections_->directions().stop();
-    refuse_handoffs();
     // Clients still waiting for room are refused: the engine takes no new connection.
     // Each is reset and closed as it is dropped (UnservedSocket).
     for (auto* routes : {&routes_, &retired_routes_}) {

@@ -9,6 +9,7 @@
 #include "pipes/pipe_pool.hpp"
 #include "shard/connections.hpp"
 #include "shard/listener.hpp"
+#include "shard/mailbox.hpp"
 #include "shard/shard_context.hpp"
 #include "shard/shard_counters.hpp"
 #include "shard/shard_doorbells.hpp"
@@ -27,8 +28,6 @@
 #include <functional>
 #include <future>
 #include <memory>
-#include <mutex>
-#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -93,8 +92,8 @@ public:
     std::string apply_change(ShardChange change);
 
     // Thread-safe: queues a connection for this shard, which owns its sockets from then
-    // on (taken from `handoff`). False, with `handoff` left as it was, once the shard is
-    // stopping.
+    // on (taken from `handoff`); one taken while the shard is stopping is reset. False,
+    // with `handoff` left as it was, once the shard has ended.
     bool hand_over(Handoff& handoff);
 
     // Thread-safe: runs `task` on the shard's thread between two batches of completions
@@ -152,8 +151,7 @@ private:
     void admit(ShardRoute& route, WaitingClient client);
     // `counted`: it took a unit of the route's limit (SharedLimit::Taken::Counted).
     void open(ShardRoute& route, WaitingClient client, bool counted);
-    void take_handoffs();
-    void refuse_handoffs();
+    void take_handoff(Handoff& handoff);
     // The route has no room for another client: its listeners hold off accepting and
     // the shard waits for room at its limit.
     void hold(ShardRoute& route);
@@ -187,8 +185,6 @@ private:
     void on_wake(int result);
     void wake();
     // shard_reload.cpp
-    void take_change();
-    void run_calls();
     std::string apply(ShardChange& change);
     void prune_retired_routes();
     void add_route_stats(const ShardRoute& route, bool retired, std::vector<RouteStats>& out,
@@ -250,22 +246,10 @@ private:
     // Written by request_stop() on any thread before it writes the eventfd.
     std::atomic<int64_t> drain_ms_{0};
     std::atomic<bool> stop_requested_{false};
-    // A change handed over by apply_change(), taken when the eventfd fires.
-    std::mutex change_mu_;
-    std::optional<ShardChange> change_;
-    std::promise<std::string> change_done_;
-    // Tasks of call(), run when the eventfd fires.
-    struct Call {
-        const std::function<void()>* task;
-        std::promise<void> done;
-    };
-    std::mutex calls_mu_;
-    std::vector<Call> calls_;
-    // Connections handed over by the application, taken when the eventfd fires.
-    std::mutex handoff_mu_;
-    std::vector<Handoff> handoffs_;
-    bool handoffs_closed_ = false;
     std::atomic<bool> finished_{false};
+    // Changes, calls and hand-overs from other threads, run when the eventfd fires;
+    // closed when the shard ends (run(), or the destructor of one that never ran).
+    Mailbox mailbox_{[this] { wake(); }};
 };
 
 } // namespace uringfwd::engine

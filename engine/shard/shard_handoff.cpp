@@ -1,5 +1,5 @@
 // Connections the application hands over to a running shard (Engine::forward and
-// forward_pair): queued by any thread, taken by the shard when its eventfd fires.
+// forward_pair): posted to its mailbox by any thread, taken when its eventfd fires.
 #include "shard/shard.hpp"
 
 #include <sys/ioctl.h>
@@ -40,54 +40,45 @@ void read_what_waits(Handoff& handoff) {
 } // namespace
 
 bool Shard::hand_over(Handoff& handoff) {
-    {
-        std::lock_guard lock(handoff_mu_);
-        if (handoffs_closed_)
-            return false;
-        handoffs_.push_back(std::move(handoff));
-    }
-    wake();
-    return true;
+    struct Take {
+        Shard* shard;
+        Handoff handoff;
+        void operator()() { shard->take_handoff(handoff); }
+    };
+    Take task{this, std::move(handoff)};
+    if (mailbox_.post(std::move(task)))
+        return true;
+    handoff = std::move(task.handoff); // refused, so not moved from: the caller keeps it
+    return false;
 }
 
-void Shard::take_handoffs() {
-    std::vector<Handoff> taken;
-    {
-        std::lock_guard lock(handoff_mu_);
-        taken.swap(handoffs_);
+// Dropped without a word while the shard stops, as one refused is; its sockets are
+// reset as they go (the stream is cut before it began).
+void Shard::take_handoff(Handoff& handoff) {
+    if (stopping_)
+        return;
+    ShardRoute* route = nullptr;
+    for (auto& each : routes_)
+        if (each->route.name == handoff.route)
+            route = each.get();
+    if (route == nullptr) {
+        // The route went away in a reconfiguration after forward() checked it.
+        log_.warn("a connection handed over for route \"{}\" has no route to go to; "
+                  "resetting it",
+                  handoff.route);
+        return;
     }
-    for (Handoff& handoff : taken) {
-        ShardRoute* route = nullptr;
-        for (auto& each : routes_)
-            if (each->route.name == handoff.route)
-                route = each.get();
-        if (route == nullptr || stopping_) {
-            // The route went away in a reconfiguration after forward() checked it. The
-            // stream is cut before it began: its sockets are reset as they go.
-            log_.warn("a connection handed over for route \"{}\" has no route to go to; "
-                      "resetting it",
-                      handoff.route);
-            continue;
-        }
-        if (handoff.upstream.valid())
-            read_what_waits(handoff);
-        // Plain fds (the caller's): a unit of the fd limit's connections; an upstream the
-        // engine opens goes into a slot with direct descriptors.
-        SocketUnits units = take_units(/*plain_fd=*/true, /*slot=*/!handoff.upstream.valid());
-        // No TCP_NODELAY to set: the caller's thread has set it already
-        // (api/handoff.cpp prepare_socket).
-        admit(*route, {.client = std::move(handoff.client),
-                       .preamble = std::move(handoff.preamble),
-                       .upstream = std::move(handoff.upstream),
-                       .units = units});
-    }
-}
-
-void Shard::refuse_handoffs() {
-    std::vector<Handoff> left; // reset and closed as they go, outside the lock
-    std::lock_guard lock(handoff_mu_);
-    handoffs_closed_ = true;
-    left.swap(handoffs_);
+    if (handoff.upstream.valid())
+        read_what_waits(handoff);
+    // Plain fds (the caller's): a unit of the fd limit's connections; an upstream the
+    // engine opens goes into a slot with direct descriptors.
+    SocketUnits units = take_units(/*plain_fd=*/true, /*slot=*/!handoff.upstream.valid());
+    // No TCP_NODELAY to set: the caller's thread has set it already
+    // (api/handoff.cpp prepare_socket).
+    admit(*route, {.client = std::move(handoff.client),
+                   .preamble = std::move(handoff.preamble),
+                   .upstream = std::move(handoff.upstream),
+                   .units = units});
 }
 
 } // namespace uringfwd::engine
