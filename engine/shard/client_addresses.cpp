@@ -36,20 +36,21 @@ void Connections::fill_addresses(Connection& conn) {
 }
 
 void Connections::fill_endpoints(Connection& conn) {
-    if (conn.endpoints_filled)
+    if (conn.record.endpoints_filled)
         return;
     // Two syscalls per connection (none after a PROXY header), paid only by those who
     // look: an observer or a selector.
     fill_addresses(conn);
-    conn.client_address = conn.client_sa.length > 0 ? to_endpoint(conn.client_sa) : Endpoint{};
-    conn.local_address = conn.local_sa.length > 0 ? to_endpoint(conn.local_sa) : Endpoint{};
-    conn.endpoints_filled = true;
+    conn.record.client_address =
+        conn.client_sa.length > 0 ? to_endpoint(conn.client_sa) : Endpoint{};
+    conn.record.local_address = conn.local_sa.length > 0 ? to_endpoint(conn.local_sa) : Endpoint{};
+    conn.record.endpoints_filled = true;
 }
 
 void Connections::notify_open(Connection& conn) {
-    if (shard_.config.observer && !conn.observed) {
+    if (shard_.config.observer && !conn.record.observed) {
         fill_endpoints(conn);
-        conn.observed = true;
+        conn.record.observed = true;
         shard_.config.observer->on_open(info_of(conn));
     }
 }

@@ -30,26 +30,10 @@ struct ShardRoute;
 // connections of routes with inspectors pass through it.
 enum class Phase : uint8_t { Inspecting, Connecting, Forwarding, Closing };
 
-struct Connection {
-    uint32_t slot = 0; // its place in the table, fixed for the table's lifetime
-    uint32_t generation = 0;
-    bool in_use = false;
-    Phase phase = Phase::Connecting;
-    CloseReason close_reason = CloseReason::Clean; // set when it starts closing
-    ConnSocket client;
-    ConnSocket upstream;
-    // Operations on the sockets that nothing waits for (a setsockopt, a shutdown
-    // through the ring): close() need not cancel anything for them.
-    unsigned socket_ops = 0;
-    Direction dirs[2];
-    InFlight in_flight; // the slot is freed once nothing is
-
-    // Routing: the route it came in on, the pool member it is (being) connected to,
-    // and the members tried so far.
-    ShardRoute* route = nullptr; // lives at least as long as its connections
-    bool route_counted = false;  // holds a unit of route->route.limit (SharedLimit)
-    SocketUnits units;           // of the shard's socket budget (socket_units.hpp)
-    int member = -1;
+// Choosing and connecting the upstream: the member (or the selector's address) being
+// connected to, the members tried so far, and how the last attempt failed.
+struct UpstreamAttempt {
+    int member = -1;         // the pool member it is (being) connected to
     int preferred = -1;      // the selector's member, tried first
     bool has_chosen = false; // the selector chose an address outside the pool
     SocketAddress chosen;
@@ -68,18 +52,58 @@ struct Connection {
     CloseReason last_failure = CloseReason::Refused; // of the last connect attempt
     int last_error = 0;                              // its negated errno
     std::chrono::steady_clock::time_point connect_deadline;
-    // When a byte last moved either way (the shard's clock of its last batch).
-    std::chrono::steady_clock::time_point last_active;
+};
 
-    // For the observer and Engine::forward (see observer.hpp).
+// The inspect phase (inspect.hpp): what was read, how far the chain has got.
+struct InspectState {
+    std::vector<std::byte> buffer;
+    std::size_t read = 0;     // bytes in buffer
+    std::size_t consumed = 0; // by the inspectors done so far
+    std::size_t stage = 0;    // the inspector being asked
+    std::chrono::steady_clock::time_point deadline;
+    SocketAddress transport_peer; // getpeername(), for the inspectors
+    // The listen address's inspector (routes sharing it), after the route's chain.
+    std::shared_ptr<const Inspector> listener_inspector;
+};
+
+// What the observer is told of a connection (observer.hpp: ConnectionInfo, then its
+// ConnectionRecord, connection_records.cpp), and Engine::forward's id.
+struct ObserverRecord {
     uint64_t id = 0;
-    uint64_t bytes[2] = {0, 0}; // delivered, per Side
     std::chrono::steady_clock::time_point opened_at;
     std::chrono::steady_clock::time_point connected_at; // epoch: never connected
     int close_error = 0;                                // negated errno behind the reason
     Endpoint client_address;                            // filled only for an observer
     Endpoint local_address;
-    Endpoint upstream_address; // once connected; the peer may be gone when it closes
+    Endpoint upstream_address;     // once connected; the peer may be gone when it closes
+    bool endpoints_filled = false; // client_address and local_address
+    bool observed = false;         // the observer's on_open has been called
+};
+
+struct Connection {
+    uint32_t slot = 0; // its place in the table, fixed for the table's lifetime
+    uint32_t generation = 0;
+    bool in_use = false;
+    Phase phase = Phase::Connecting;
+    CloseReason close_reason = CloseReason::Clean; // set when it starts closing
+    ConnSocket client;
+    ConnSocket upstream;
+    // Operations on the sockets that nothing waits for (a setsockopt, a shutdown
+    // through the ring): close() need not cancel anything for them.
+    unsigned socket_ops = 0;
+    Direction dirs[2];
+    InFlight in_flight; // the slot is freed once nothing is
+
+    // Routing: the route it came in on, and the upstream attempt.
+    ShardRoute* route = nullptr; // lives at least as long as its connections
+    bool route_counted = false;  // holds a unit of route->route.limit (SharedLimit)
+    SocketUnits units;           // of the shard's socket budget (socket_units.hpp)
+    UpstreamAttempt attempt;     // the member chosen and connected to, the ones tried
+    // When a byte last moved either way (the shard's clock of its last batch).
+    std::chrono::steady_clock::time_point last_active;
+
+    uint64_t bytes[2] = {0, 0}; // delivered, per Side
+    ObserverRecord record;      // what the observer and the counts are told
     // Bytes the client sent before the engine took it over (Engine::forward): they go
     // to the upstream before anything else.
     // Also the bytes the inspect phase read and no inspector consumed, and a PROXY
@@ -88,17 +112,11 @@ struct Connection {
     std::vector<std::byte> preamble;
     std::size_t preamble_sent = 0;
     std::size_t preamble_own = 0;
-    bool observed = false;        // the observer's on_open has been called
     bool caller_upstream = false; // Engine::forward_pair: the upstream is the caller's
 
-    // The inspect phase (inspect.hpp): what was read, how far the chain has got. The
-    // buffer goes when the phase ends.
-    std::vector<std::byte> inspect_buffer;
-    std::size_t inspect_read = 0;     // bytes in inspect_buffer
-    std::size_t inspect_consumed = 0; // by the inspectors done so far
-    std::size_t inspect_stage = 0;    // the inspector being asked
-    std::chrono::steady_clock::time_point inspect_deadline;
-    SocketAddress transport_peer; // getpeername(), for the inspectors
+    // The inspect phase's state (inspect.hpp), for connections that go through it
+    // only, from open() to the end of the phase: none for routes without inspectors.
+    std::unique_ptr<InspectState> inspect;
     // The socket's own addresses when they came with it (an accept into a slot of the
     // file table writes the peer's; the local one is the listener's bound address):
     // a slot has no fd for getpeername(2)/getsockname(2).
@@ -108,12 +126,9 @@ struct Connection {
     // The client's addresses as a proxy in front reported them (a PROXY header), or as
     // the sockets tell when something needs them (has_addresses).
     bool has_addresses = false;
-    bool endpoints_filled = false; // client_address and local_address
     SocketAddress client_sa;
     SocketAddress local_sa;
     std::vector<std::byte> proxy_tlvs; // to pass on in a PROXY v2 header
-    // The listen address's inspector (routes sharing it), after the route's chain.
-    std::shared_ptr<const Inspector> listener_inspector;
 
     // The socket a direction reads from, and the one it writes to.
     ConnSocket& source(Side side) { return side == Side::ToUpstream ? client : upstream; }

@@ -10,11 +10,11 @@ namespace {
 // selector's address) its last connect went to, whose refusal or timeout its reason
 // and error tell; empty when none was chosen (rejected while inspecting, no member up).
 Endpoint last_attempt(const Connection& conn) {
-    if (conn.member >= 0)
+    if (conn.attempt.member >= 0)
         return to_endpoint(
-            conn.route->route.members[static_cast<std::size_t>(conn.member)].address);
-    if (conn.has_chosen)
-        return to_endpoint(conn.chosen);
+            conn.route->route.members[static_cast<std::size_t>(conn.attempt.member)].address);
+    if (conn.attempt.has_chosen)
+        return to_endpoint(conn.attempt.chosen);
     return {};
 }
 
@@ -24,17 +24,18 @@ void Connections::report_close(const Connection& conn) {
     using std::chrono::duration_cast;
     using std::chrono::microseconds;
     ConnectionRecord record;
-    record.info = {conn.id, shard_.shard_index, conn.route->route.name, conn.client_address,
-                   conn.local_address};
-    bool connected = conn.connected_at.time_since_epoch().count() != 0;
-    record.upstream = connected ? conn.upstream_address : last_attempt(conn);
+    record.info = {conn.record.id, shard_.shard_index, conn.route->route.name,
+                   conn.record.client_address, conn.record.local_address};
+    bool connected = conn.record.connected_at.time_since_epoch().count() != 0;
+    record.upstream = connected ? conn.record.upstream_address : last_attempt(conn);
     record.bytes_to_upstream = conn.bytes[static_cast<int>(Side::ToUpstream)];
     record.bytes_to_client = conn.bytes[static_cast<int>(Side::ToClient)];
     if (connected)
-        record.connect_time = duration_cast<microseconds>(conn.connected_at - conn.opened_at);
-    record.duration = duration_cast<microseconds>(shard_.now - conn.opened_at);
+        record.connect_time =
+            duration_cast<microseconds>(conn.record.connected_at - conn.record.opened_at);
+    record.duration = duration_cast<microseconds>(shard_.now - conn.record.opened_at);
     record.reason = conn.close_reason;
-    record.error = -conn.close_error;
+    record.error = -conn.record.close_error;
     shard_.config.observer->on_close(record);
 }
 
@@ -46,9 +47,9 @@ void Connections::count_closed(const Connection& conn, ShardCounters& counters) 
     const uint64_t down = conn.bytes[static_cast<int>(Side::ToClient)];
     r.bytes_to_upstream += up;
     r.bytes_to_client += down;
-    bool connected = conn.connected_at.time_since_epoch().count() != 0;
-    if (connected && conn.member >= 0) {
-        auto m = static_cast<std::size_t>(conn.member);
+    bool connected = conn.record.connected_at.time_since_epoch().count() != 0;
+    if (connected && conn.attempt.member >= 0) {
+        auto m = static_cast<std::size_t>(conn.attempt.member);
         r.member_bytes_to_upstream[m] += up;
         r.member_bytes_to_client[m] += down;
     }
@@ -56,8 +57,8 @@ void Connections::count_closed(const Connection& conn, ShardCounters& counters) 
     using std::chrono::microseconds;
     if (connected)
         counters.connect_time.observe(
-            duration_cast<microseconds>(conn.connected_at - conn.opened_at));
-    counters.duration.observe(duration_cast<microseconds>(shard_.now - conn.opened_at));
+            duration_cast<microseconds>(conn.record.connected_at - conn.record.opened_at));
+    counters.duration.observe(duration_cast<microseconds>(shard_.now - conn.record.opened_at));
 }
 
 } // namespace uringfwd::engine

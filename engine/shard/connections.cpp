@@ -18,11 +18,11 @@ namespace {
 // The address the connection was forwarded to. A member's or the selector's address is
 // the one connected to, known already: no getpeername(2) per connection for observers.
 Endpoint upstream_endpoint(const Connection& conn) {
-    if (conn.member >= 0)
+    if (conn.attempt.member >= 0)
         return to_endpoint(
-            conn.route->route.members[static_cast<std::size_t>(conn.member)].address);
-    if (conn.has_chosen)
-        return to_endpoint(conn.chosen);
+            conn.route->route.members[static_cast<std::size_t>(conn.attempt.member)].address);
+    if (conn.attempt.has_chosen)
+        return to_endpoint(conn.attempt.chosen);
     return peer_endpoint(conn.upstream.fd()); // a pair handed over connected (forward_pair)
 }
 
@@ -39,8 +39,9 @@ int Connections::open(ShardRoute& r, WaitingClient&& client) {
     conn.route = &r;
     conn.route_counted = client.route_counted;
     conn.units = client.units;
-    conn.opened_at = conn.last_active = shard_.now;
-    conn.id = static_cast<uint64_t>(shard_.shard_index) << 48 | (++opened_ & 0xffffffffffffu);
+    conn.record.opened_at = conn.last_active = shard_.now;
+    conn.record.id =
+        static_cast<uint64_t>(shard_.shard_index) << 48 | (++opened_ & 0xffffffffffffu);
     conn.preamble = std::move(client.preamble);
     ++r.active;
     ++r.accepted;
@@ -57,7 +58,8 @@ int Connections::open(ShardRoute& r, WaitingClient&& client) {
         return 0;
     }
     if (client.inspect && (!r.inspectors.empty() || client.listener_inspector)) {
-        conn.listener_inspector = std::move(client.listener_inspector);
+        conn.inspect = std::make_unique<InspectState>();
+        conn.inspect->listener_inspector = std::move(client.listener_inspector);
         return begin_inspect(conn);
     }
     return choose_upstream(conn);
@@ -72,17 +74,17 @@ int Connections::choose_upstream(Connection& conn) {
     if (r.hashes_client()) {
         std::optional<SocketAddress> peer =
             conn.has_addresses ? std::optional(conn.client_sa) : socket_peer_of(conn);
-        conn.client_hash = peer ? hash_client_address(peer->storage) : 0;
+        conn.attempt.client_hash = peer ? hash_client_address(peer->storage) : 0;
     }
-    conn.connect_deadline = shard_.now + r.connect_deadline();
+    conn.attempt.connect_deadline = shard_.now + r.connect_deadline();
     if (r.route.selector)
         return follow_selection(conn, r.route.selector(info_of(conn)));
     return connect_next(conn);
 }
 
 ConnectionInfo Connections::info_of(const Connection& conn) const {
-    return {conn.id, shard_.shard_index, conn.route->route.name, conn.client_address,
-            conn.local_address};
+    return {conn.record.id, shard_.shard_index, conn.route->route.name, conn.record.client_address,
+            conn.record.local_address};
 }
 
 int Connections::follow_selection(Connection& conn, const Selection& selection) {
@@ -92,7 +94,7 @@ int Connections::follow_selection(Connection& conn, const Selection& selection) 
         break;
     case Selection::Kind::Member:
         if (selection.member < route.members.size())
-            conn.preferred = static_cast<int>(selection.member);
+            conn.attempt.preferred = static_cast<int>(selection.member);
         break;
     case Selection::Kind::Reject:
         close(conn, CloseReason::Rejected);
@@ -106,9 +108,9 @@ int Connections::follow_selection(Connection& conn, const Selection& selection) 
             close(conn, CloseReason::LocalError);
             return 0;
         }
-        conn.chosen = resolve(selection.address);
-        conn.has_chosen = true;
-        return connect_to(conn, conn.chosen, selection.address.to_string(),
+        conn.attempt.chosen = resolve(selection.address);
+        conn.attempt.has_chosen = true;
+        return connect_to(conn, conn.attempt.chosen, selection.address.to_string(),
                           route.pool.connect_timeout);
     }
     return connect_next(conn);
@@ -118,8 +120,8 @@ int Connections::connect_next(Connection& conn) {
     ShardRoute& r = *conn.route;
     r.refresh_health();
     std::optional<PickedMember> member = pick_member(conn);
-    if (!member && r.pool.only_full_left(conn.tried, shard_.now) &&
-        shard_.now < conn.connect_deadline) {
+    if (!member && r.pool.only_full_left(conn.attempt.tried, shard_.now) &&
+        shard_.now < conn.attempt.connect_deadline) {
         // Every member it may go to is at its max_connections: it waits for one, as
         // HAProxy queues for a full server (member_wait.cpp). Registered first, then
         // one more look: room given back before the registration rang nobody.
@@ -133,7 +135,7 @@ int Connections::connect_next(Connection& conn) {
             r.stop_wanting_member_room();
     }
     if (!member) {
-        if (conn.tried.empty()) {
+        if (conn.attempt.tried.empty()) {
             if (upstream_failure_log_.allow(LogThrottle::Clock::now()))
                 shard_.log.warn("route \"{}\": no upstream is up; resetting client {}{}",
                                 r.route.name, client_name(conn),
@@ -151,15 +153,17 @@ std::optional<Connections::PickedMember> Connections::pick_member(Connection& co
     ShardRoute& r = *conn.route;
     // Counted from now: connects in flight count towards the member's limit and
     // least-active, or a burst of clients would all pick the same member.
-    if (conn.preferred >= 0 && conn.tried.empty()) { // the selector's choice, unless full
-        auto m = static_cast<std::size_t>(conn.preferred);
+    if (conn.attempt.preferred >= 0 &&
+        conn.attempt.tried.empty()) { // the selector's choice, unless full
+        auto m = static_cast<std::size_t>(conn.attempt.preferred);
         if (SharedLimit::Taken taken = r.pool.opened(m); taken != SharedLimit::Taken::No)
             return PickedMember{m, taken};
     }
     // Another shard may take a member's last unit between choose() and opened(); it is
     // full then, and the next choose() passes it over.
     for (std::size_t attempt = 0; attempt <= r.route.members.size(); ++attempt) {
-        std::optional<std::size_t> m = r.pool.choose(conn.client_hash, conn.tried, shard_.now);
+        std::optional<std::size_t> m =
+            r.pool.choose(conn.attempt.client_hash, conn.attempt.tried, shard_.now);
         if (!m)
             return std::nullopt;
         if (SharedLimit::Taken taken = r.pool.opened(*m); taken != SharedLimit::Taken::No)
@@ -171,23 +175,23 @@ std::optional<Connections::PickedMember> Connections::pick_member(Connection& co
 int Connections::connect_member(Connection& conn, PickedMember picked) {
     ShardRoute& r = *conn.route;
     const MemberRoute& target = r.route.members[picked.member];
-    conn.member = static_cast<int>(picked.member);
-    conn.tried.add(picked.member);
-    conn.member_taken = picked.taken;
+    conn.attempt.member = static_cast<int>(picked.member);
+    conn.attempt.tried.add(picked.member);
+    conn.attempt.member_taken = picked.taken;
     // Each attempt gets the pool's connect timeout, cut to what is left of the deadline.
-    auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(conn.connect_deadline - shard_.now);
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        conn.attempt.connect_deadline - shard_.now);
     auto limit = std::clamp(left, std::chrono::milliseconds{1}, r.route.pool.connect_timeout);
     return connect_to(conn, target.address, target.name, limit);
 }
 
 void Connections::release_member(Connection& conn) {
-    if (conn.member_taken == SharedLimit::Taken::No)
+    if (conn.attempt.member_taken == SharedLimit::Taken::No)
         return;
     ShardRoute& r = *conn.route;
-    auto m = static_cast<std::size_t>(conn.member);
-    SharedLimit::Taken taken = conn.member_taken;
-    conn.member_taken = SharedLimit::Taken::No;
+    auto m = static_cast<std::size_t>(conn.attempt.member);
+    SharedLimit::Taken taken = conn.attempt.member_taken;
+    conn.attempt.member_taken = SharedLimit::Taken::No;
     r.pool.closed(m, taken); // gives the unit back
     if (taken == SharedLimit::Taken::Counted) {
         // Who waits for this member: this shard's connections (after the batch) and
@@ -200,9 +204,9 @@ void Connections::release_member(Connection& conn) {
 
 int Connections::connect_to(Connection& conn, const SocketAddress& address, const std::string& name,
                             std::chrono::milliseconds limit) {
-    conn.connect_target = &address;
-    conn.connect_name = name;
-    conn.connect_limit = limit;
+    conn.attempt.connect_target = &address;
+    conn.attempt.connect_name = name;
+    conn.attempt.connect_limit = limit;
     if (shard_.direct) {
         // Into a slot of the file table: the socket completes (Op::Socket) before it
         // can be connected, see on_socket().
@@ -225,11 +229,11 @@ int Connections::connect_to(Connection& conn, const SocketAddress& address, cons
 }
 
 void Connections::start_connect(Connection& conn) {
-    if (conn.connect_target->family() != AF_UNIX)
+    if (conn.attempt.connect_target->family() != AF_UNIX)
         no_delay(conn, conn.upstream);
     shard_.io.connect_with_timeout(conn.in_flight, conn.tag(Op::Connect),
                                    conn.tag(Op::ConnectTimeout), conn.upstream.ref(),
-                                   *conn.connect_target, conn.connect_limit);
+                                   *conn.attempt.connect_target, conn.attempt.connect_limit);
 }
 
 void Connections::on_completion(const OpTag& t, const uring::Completion& c) {
@@ -320,8 +324,8 @@ void Connections::on_connected(Connection& conn, int result) {
         return;
     }
     ShardRoute& r = *conn.route;
-    if (conn.member >= 0) {
-        auto m = static_cast<std::size_t>(conn.member);
+    if (conn.attempt.member >= 0) {
+        auto m = static_cast<std::size_t>(conn.attempt.member);
         ++r.connects[m];
         if (r.pool.connect_succeeded(m))
             shard_.log.info("route \"{}\": upstream {} is up again", r.route.name,
@@ -332,9 +336,9 @@ void Connections::on_connected(Connection& conn, int result) {
 
 void Connections::start_forwarding(Connection& conn) {
     conn.phase = Phase::Forwarding;
-    conn.connected_at = conn.last_active = shard_.now;
+    conn.record.connected_at = conn.last_active = shard_.now;
     if (shard_.config.observer)
-        conn.upstream_address = upstream_endpoint(conn);
+        conn.record.upstream_address = upstream_endpoint(conn);
     conn.dir(Side::ToUpstream).src = conn.client.ref();
     conn.dir(Side::ToUpstream).dst = conn.upstream.ref();
     conn.dir(Side::ToClient).src = conn.upstream.ref();
@@ -355,54 +359,55 @@ void Connections::connect_failed(Connection& conn, int result) {
     ShardRoute& r = *conn.route;
     bump(shard_.io.counters().upstream_failures);
     // The linked timeout cancels a connect that outlives it: -ECANCELED.
-    conn.last_error = result;
+    conn.attempt.last_error = result;
     bool timed_out = result == -ECANCELED || result == -ETIMEDOUT;
-    conn.last_failure = timed_out ? CloseReason::ConnectTimeout : CloseReason::Refused;
+    conn.attempt.last_failure = timed_out ? CloseReason::ConnectTimeout : CloseReason::Refused;
     // The connect has completed: the kernel holds the socket no more.
     if (conn.upstream.fixed())
         close_slot(conn, conn.upstream, /*reset=*/false);
     conn.upstream.reset();
-    if (conn.member < 0) { // the selector's own address: no pool, no failover
+    if (conn.attempt.member < 0) { // the selector's own address: no pool, no failover
         give_up(conn);
         return;
     }
-    auto m = static_cast<std::size_t>(conn.member);
+    auto m = static_cast<std::size_t>(conn.attempt.member);
     ++r.failures[m];
     ++r.failures_by[m][static_cast<std::size_t>(connect_failure_of(-result))];
     release_member(conn);
     if (r.pool.connect_failed(m, shard_.now))
         shard_.log.warn("route \"{}\": upstream {} is down ({})", r.route.name,
                         r.route.members[m].name, failure_text(conn));
-    bool retries_left = conn.tried.size() <= r.route.pool.retries;
-    if (retries_left && shard_.now < conn.connect_deadline)
+    bool retries_left = conn.attempt.tried.size() <= r.route.pool.retries;
+    if (retries_left && shard_.now < conn.attempt.connect_deadline)
         connect_next(conn);
     else
         give_up(conn);
 }
 
 std::string Connections::failure_text(const Connection& conn) const {
-    if (conn.last_error == -ECANCELED)
+    if (conn.attempt.last_error == -ECANCELED)
         return fmt::format("no answer within {} ms",
                            conn.route->route.pool.connect_timeout.count());
-    return errno_text(conn.last_error);
+    return errno_text(conn.attempt.last_error);
 }
 
 void Connections::give_up(Connection& conn) {
-    conn.close_error = conn.last_error == -ECANCELED ? -ETIMEDOUT : conn.last_error;
+    conn.record.close_error =
+        conn.attempt.last_error == -ECANCELED ? -ETIMEDOUT : conn.attempt.last_error;
     if (upstream_failure_log_.allow(LogThrottle::Clock::now()))
         shard_.log.warn("route \"{}\": upstream {}: {}; resetting client {}{}",
                         conn.route->route.name, tried_names(conn), failure_text(conn),
                         client_name(conn), suppressed_note(upstream_failure_log_.suppressed()));
-    close(conn, conn.last_failure);
+    close(conn, conn.attempt.last_failure);
 }
 
 std::string Connections::tried_names(const Connection& conn) const {
     const Route& route = conn.route->route;
-    if (conn.has_chosen)
-        return to_endpoint(conn.chosen).to_string();
+    if (conn.attempt.has_chosen)
+        return to_endpoint(conn.attempt.chosen).to_string();
     std::string out;
     for (std::size_t m = 0; m < route.members.size(); ++m)
-        if (conn.tried.contains(m))
+        if (conn.attempt.tried.contains(m))
             out += fmt::format("{}{}", out.empty() ? "" : ", ", route.members[m].name);
     return out;
 }
@@ -419,7 +424,7 @@ void Connections::handle(Connection& conn, Side side, const Outcome& outcome) {
         return;
     case Outcome::Kind::Failed:
         if (conn.phase != Phase::Closing)
-            conn.close_error = outcome.error;
+            conn.record.close_error = outcome.error;
         if (conn.phase != Phase::Closing)
             shard_.log.debug("connection {}: closing with reset ({}): {} {}{}{}", conn.slot,
                              to_string(outcome.reason), outcome.action, outcome.peer,

@@ -53,10 +53,10 @@ void Connections::on_socket(Connection& conn, int result) {
         table_full("upstream socket");
     } else if (upstream_failure_log_.allow(LogThrottle::Clock::now())) {
         shard_.log.warn("cannot open a socket to upstream {} ({}); resetting client {}{}",
-                        conn.connect_name, std::strerror(-result), client_name(conn),
+                        conn.attempt.connect_name, std::strerror(-result), client_name(conn),
                         suppressed(upstream_failure_log_.suppressed()));
     }
-    conn.close_error = result;
+    conn.record.close_error = result;
     close(conn, CloseReason::LocalError);
 }
 

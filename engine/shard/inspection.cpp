@@ -35,33 +35,33 @@ std::string transport_name(const SocketAddress& peer) {
 int Connections::begin_inspect(Connection& conn) {
     conn.phase = Phase::Inspecting;
     if (std::optional<SocketAddress> peer = socket_peer_of(conn))
-        conn.transport_peer = *peer;
-    conn.inspect_deadline = shard_.now + conn.route->route.inspect_timeout;
+        conn.inspect->transport_peer = *peer;
+    conn.inspect->deadline = shard_.now + conn.route->route.inspect_timeout;
     run_inspectors(conn); // with no bytes yet: an inspector may reject at once
     return 0;
 }
 
 void Connections::read_more(Connection& conn) {
-    if (conn.inspect_read == conn.inspect_buffer.size()) {
-        if (conn.inspect_buffer.size() >= kInspectBufferCap) {
+    if (conn.inspect->read == conn.inspect->buffer.size()) {
+        if (conn.inspect->buffer.size() >= kInspectBufferCap) {
             reject_inspected(conn, CloseReason::InspectOversized, stage_of(conn)->name(),
                              fmt::format("more than {} bytes", kInspectBufferCap));
             return;
         }
         std::size_t grown =
-            conn.inspect_buffer.empty() ? kFirstRead : conn.inspect_buffer.size() * 2;
-        conn.inspect_buffer.resize(std::min(grown, kInspectBufferCap));
+            conn.inspect->buffer.empty() ? kFirstRead : conn.inspect->buffer.size() * 2;
+        conn.inspect->buffer.resize(std::min(grown, kInspectBufferCap));
     }
     auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(conn.inspect_deadline - shard_.now);
+        std::chrono::duration_cast<std::chrono::milliseconds>(conn.inspect->deadline - shard_.now);
     if (left.count() <= 0) {
         on_inspect_read(conn, -ECANCELED); // already late: as if the timeout had fired
         return;
     }
     shard_.io.recv_with_timeout(conn.in_flight, conn.tag(Op::InspectRecv),
                                 conn.tag(Op::InspectTimeout), conn.client.ref(),
-                                conn.inspect_buffer.data() + conn.inspect_read,
-                                conn.inspect_buffer.size() - conn.inspect_read, left);
+                                conn.inspect->buffer.data() + conn.inspect->read,
+                                conn.inspect->buffer.size() - conn.inspect->read, left);
 }
 
 void Connections::on_inspect_read(Connection& conn, int result) {
@@ -79,25 +79,25 @@ void Connections::on_inspect_read(Connection& conn, int result) {
         return;
     }
     if (result < 0) {
-        conn.close_error = result;
+        conn.record.close_error = result;
         close(conn, CloseReason::ClientReset);
         return;
     }
     if (result == 0) {
         reject_inspected(conn, CloseReason::InspectIncomplete, who,
-                         fmt::format("the client closed after {} bytes", conn.inspect_read));
+                         fmt::format("the client closed after {} bytes", conn.inspect->read));
         return;
     }
-    conn.inspect_read += static_cast<std::size_t>(result);
+    conn.inspect->read += static_cast<std::size_t>(result);
     run_inspectors(conn);
 }
 
 void Connections::run_inspectors(Connection& conn) {
     while (const Inspector* stage = stage_of(conn)) {
         const Inspector& inspector = *stage;
-        std::span<const std::byte> unseen(conn.inspect_buffer.data() + conn.inspect_consumed,
-                                          conn.inspect_read - conn.inspect_consumed);
-        InspectVerdict verdict = inspector.inspect({unseen, conn.transport_peer});
+        std::span<const std::byte> unseen(conn.inspect->buffer.data() + conn.inspect->consumed,
+                                          conn.inspect->read - conn.inspect->consumed);
+        InspectVerdict verdict = inspector.inspect({unseen, conn.inspect->transport_peer});
         switch (verdict.kind) {
         case InspectVerdict::Kind::NeedMore:
             read_more(conn);
@@ -108,7 +108,7 @@ void Connections::run_inspectors(Connection& conn) {
         case InspectVerdict::Kind::Done:
             break;
         }
-        conn.inspect_consumed += std::min(verdict.consumed, unseen.size());
+        conn.inspect->consumed += std::min(verdict.consumed, unseen.size());
         if (verdict.client) {
             conn.client_sa = *verdict.client;
             conn.local_sa = verdict.local ? *verdict.local : socket_local_of(conn);
@@ -116,7 +116,7 @@ void Connections::run_inspectors(Connection& conn) {
         }
         if (!verdict.tlvs.empty())
             conn.proxy_tlvs = std::move(verdict.tlvs);
-        ++conn.inspect_stage;
+        ++conn.inspect->stage;
         if (verdict.route) {
             move_to_route(conn, *verdict.route);
             if (conn.phase == Phase::Closing)
@@ -128,19 +128,18 @@ void Connections::run_inspectors(Connection& conn) {
     }
     // Through: what is left belongs to the stream and goes to the upstream first.
     conn.preamble.assign(
-        conn.inspect_buffer.begin() + static_cast<std::ptrdiff_t>(conn.inspect_consumed),
-        conn.inspect_buffer.begin() + static_cast<std::ptrdiff_t>(conn.inspect_read));
-    conn.inspect_buffer = {};
-    conn.listener_inspector.reset();
+        conn.inspect->buffer.begin() + static_cast<std::ptrdiff_t>(conn.inspect->consumed),
+        conn.inspect->buffer.begin() + static_cast<std::ptrdiff_t>(conn.inspect->read));
+    conn.inspect.reset();  // the phase is over: its buffer and chain go
     choose_upstream(conn); // its failures close the connection themselves
 }
 
 const Inspector* Connections::stage_of(const Connection& conn) {
     const InspectorChain& chain = conn.route->inspectors;
-    if (conn.inspect_stage < chain.size())
-        return chain[conn.inspect_stage].get();
-    if (conn.inspect_stage == chain.size())
-        return conn.listener_inspector.get();
+    if (conn.inspect->stage < chain.size())
+        return chain[conn.inspect->stage].get();
+    if (conn.inspect->stage == chain.size())
+        return conn.inspect->listener_inspector.get();
     return nullptr;
 }
 
@@ -149,7 +148,8 @@ void Connections::move_to_route(Connection& conn, std::size_t index) {
     if (to == nullptr) {
         shard_.log.warn("route \"{}\": an inspector chose route #{}, which this shard does not "
                         "serve; resetting client {}",
-                        conn.route->route.name, index, transport_name(conn.transport_peer));
+                        conn.route->route.name, index,
+                        transport_name(conn.inspect->transport_peer));
         close(conn, CloseReason::LocalError);
         return;
     }
@@ -176,11 +176,12 @@ void Connections::reject_inspected(Connection& conn, CloseReason reason, std::st
                                    const std::string& detail) {
     if (inspect_reject_log_.allow(LogThrottle::Clock::now()))
         shard_.log.warn("route \"{}\": client {}: {}: {}; resetting it ({}){}",
-                        conn.route->route.name, transport_name(conn.transport_peer), who, detail,
-                        to_string(reason), suppressed_note(inspect_reject_log_.suppressed()));
+                        conn.route->route.name, transport_name(conn.inspect->transport_peer), who,
+                        detail, to_string(reason),
+                        suppressed_note(inspect_reject_log_.suppressed()));
     // The observer (if any) sees who really connected: no header was accepted.
-    if (!conn.has_addresses && conn.transport_peer.length > 0) {
-        conn.client_sa = conn.transport_peer;
+    if (!conn.has_addresses && conn.inspect->transport_peer.length > 0) {
+        conn.client_sa = conn.inspect->transport_peer;
         conn.local_sa = socket_local_of(conn);
         conn.has_addresses = true;
     }

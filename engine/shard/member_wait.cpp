@@ -11,23 +11,22 @@
 
 namespace uringfwd::engine {
 
-
 void Connections::wait_for_member(Connection& conn) {
     ShardRoute& r = *conn.route;
-    conn.waiting_member = true;
+    conn.attempt.waiting_member = true;
     ++r.member_waiting;
     r.want_member_room();
     member_waiters_.emplace_back(conn.slot, conn.generation);
-    auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(conn.connect_deadline - shard_.now);
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        conn.attempt.connect_deadline - shard_.now);
     shard_.io.timeout(conn.in_flight, conn.tag(Op::MemberWait),
                       std::max(left, std::chrono::milliseconds{1}));
 }
 
 void Connections::stop_waiting_member(Connection& conn) {
-    if (!conn.waiting_member)
+    if (!conn.attempt.waiting_member)
         return;
-    conn.waiting_member = false;
+    conn.attempt.waiting_member = false;
     ShardRoute& r = *conn.route;
     if (--r.member_waiting == 0)
         r.stop_wanting_member_room();
@@ -42,7 +41,7 @@ void Connections::resume_member_waiters() {
         auto [slot, generation] = member_waiters_.front();
         member_waiters_.pop_front();
         Connection* conn = table_.find(slot, generation);
-        if (conn == nullptr || !conn->waiting_member)
+        if (conn == nullptr || !conn->attempt.waiting_member)
             continue; // closed, or gone on by other means
         conn->route->refresh_health();
         std::optional<PickedMember> member = pick_member(*conn);
@@ -58,20 +57,20 @@ void Connections::resume_member_waiters() {
 
 void Connections::on_member_wait_over(Connection& conn, int result) {
     // Cancelled: a member had room, or the connection is closing.
-    if (result != -ETIME || !conn.waiting_member || conn.phase == Phase::Closing)
+    if (result != -ETIME || !conn.attempt.waiting_member || conn.phase == Phase::Closing)
         return;
-    conn.waiting_member = false;
+    conn.attempt.waiting_member = false;
     ShardRoute& r = *conn.route;
     if (--r.member_waiting == 0)
         r.stop_wanting_member_room();
     if (upstream_failure_log_.allow(LogThrottle::Clock::now()))
-        shard_.log.warn(
-            "route \"{}\": every upstream it may use is at its max_connections; "
-            "waited {} ms (the connect deadline); resetting client {}{}",
-            r.route.name,
-            std::chrono::duration_cast<std::chrono::milliseconds>(shard_.now - conn.opened_at)
-                .count(),
-            client_name(conn), suppressed_note(upstream_failure_log_.suppressed()));
+        shard_.log.warn("route \"{}\": every upstream it may use is at its max_connections; "
+                        "waited {} ms (the connect deadline); resetting client {}{}",
+                        r.route.name,
+                        std::chrono::duration_cast<std::chrono::milliseconds>(shard_.now -
+                                                                              conn.record.opened_at)
+                            .count(),
+                        client_name(conn), suppressed_note(upstream_failure_log_.suppressed()));
     close(conn, CloseReason::NoUpstream);
 }
 

@@ -17,9 +17,10 @@ void Connections::add_proxy_header(Connection& conn) {
     if (conn.caller_upstream)
         return; // Engine::forward_pair: the application's own connection (route.hpp)
     const Route& route = conn.route->route;
-    ProxyVersion version = conn.member >= 0
-                               ? route.members[static_cast<std::size_t>(conn.member)].send_proxy
-                               : route.send_proxy;
+    ProxyVersion version =
+        conn.attempt.member >= 0
+            ? route.members[static_cast<std::size_t>(conn.attempt.member)].send_proxy
+            : route.send_proxy;
     if (version == ProxyVersion::Off)
         return;
     // The client as a PROXY header reported it, or as the socket tells (two syscalls,
