@@ -1,6 +1,6 @@
 // Cost of packing and unpacking the 64-bit user_data every operation carries: done
 // once per submission and once per completion.
-#include "shard/op_tag.hpp"
+#include "shard/loop/op_tag.hpp"
 
 #include <benchmark/benchmark.h>
 

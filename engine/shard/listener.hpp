@@ -9,7 +9,7 @@
 #include "net/socket_address.hpp"
 #include "net/sockets.hpp"
 #include "net/unix_socket_file.hpp"
-#include "shard/shard_io.hpp"
+#include "shard/loop/shard_io.hpp"
 #include "support/logger.hpp"
 #include "uring/unique_fd.hpp"
 

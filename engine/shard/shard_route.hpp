@@ -7,7 +7,7 @@
 
 #include "routing/pool_state.hpp"
 #include "routing/route_table.hpp"
-#include "shard/inspect.hpp"
+#include "shard/inspect/inspect.hpp"
 #include "shard/socket_units.hpp"
 #include "shard/unserved_socket.hpp"
 #include "uringfwd/stats.hpp"

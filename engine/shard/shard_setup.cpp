@@ -1,8 +1,8 @@
 // Setting a shard up on its own thread: pinning, the ring and its io-wq workers, the
 // pipe pool, the copy buffers, the routes and the listeners.
 #include "platform/cpu_affinity.hpp"
+#include "shard/inspect/sni_inspector.hpp"
 #include "shard/shard.hpp"
-#include "shard/sni_inspector.hpp"
 
 #include <pthread.h>
 #include <sys/resource.h>

@@ -9,10 +9,10 @@
 #pragma once
 
 #include "net/sockets.hpp"
-#include "shard/conn_socket.hpp"
-#include "shard/op_tag.hpp"
-#include "shard/shard_counters.hpp"
-#include "shard/shard_io.hpp"
+#include "shard/connection/conn_socket.hpp"
+#include "shard/loop/op_tag.hpp"
+#include "shard/loop/shard_counters.hpp"
+#include "shard/loop/shard_io.hpp"
 #include "uring/file_ref.hpp"
 #include "uring/unique_fd.hpp"
 

@@ -1,8 +1,8 @@
-// A shard's mailbox (engine/shard/mailbox.hpp): tasks posted or awaited from other
+// A shard's mailbox (engine/shard/loop/mailbox.hpp): tasks posted or awaited from other
 // threads run on the owner's, in order, after a wake-up; await() returns the task's
 // result; once closed, posts are refused with the task left to the caller, queued
 // tasks are dropped unrun, and an await() waiting for one returns empty.
-#include "shard/mailbox.hpp"
+#include "shard/loop/mailbox.hpp"
 
 #include <atomic>
 #include <chrono>

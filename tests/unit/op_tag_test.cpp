@@ -1,6 +1,6 @@
 // The op tag packed into an operation's user_data: every field comes back as it went
 // in, at the edges of its bits, and the fields never spill into each other.
-#include "shard/op_tag.hpp"
+#include "shard/loop/op_tag.hpp"
 
 #include <cstdint>
 #include <set>

@@ -10,7 +10,7 @@
 #pragma once
 
 #include "routing/sni_router.hpp"
-#include "shard/inspect.hpp"
+#include "shard/inspect/inspect.hpp"
 
 #include <memory>
 

@@ -1,7 +1,7 @@
 // The client's addresses, as a PROXY header reported them or as the sockets tell, for
 // the observer, the selector, the Maglev hash and a PROXY header sent upstream.
 #include "net/sockets.hpp"
-#include "shard/connections.hpp"
+#include "shard/connection/connections.hpp"
 
 namespace uringfwd::engine {
 

@@ -1,5 +1,5 @@
 // The copy path of a direction: receive into a provided buffer, send it on.
-#include "shard/directions.hpp"
+#include "shard/directions/directions.hpp"
 
 #include <sys/socket.h>
 

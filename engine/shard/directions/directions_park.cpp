@@ -2,7 +2,7 @@
 // on their io-wq worker, instead of returning EAGAIN and being gated by a poll. What a
 // blocking splice loop does, inside io_uring (docs/kernel.md §1.8). Experimental and
 // off by default until it measures cheaper.
-#include "shard/directions.hpp"
+#include "shard/directions/directions.hpp"
 
 #include <fcntl.h>
 #include <sys/socket.h>

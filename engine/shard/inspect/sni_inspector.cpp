@@ -1,4 +1,4 @@
-#include "shard/sni_inspector.hpp"
+#include "shard/inspect/sni_inspector.hpp"
 
 #include "protocol/client_hello.hpp"
 

@@ -1,7 +1,7 @@
-#include "shard/inspect.hpp"
+#include "shard/inspect/inspect.hpp"
 
 #include "routing/route_table.hpp"
-#include "shard/proxy_inspector.hpp"
+#include "shard/inspect/proxy_inspector.hpp"
 
 namespace uringfwd::engine {
 

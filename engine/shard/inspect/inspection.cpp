@@ -9,7 +9,7 @@
 // client at its own deadline to the millisecond. Each read gets what is left of the
 // deadline, so a client that trickles one byte at a time cannot stretch it.
 #include "net/sockets.hpp"
-#include "shard/connections.hpp"
+#include "shard/connection/connections.hpp"
 
 #include <algorithm>
 #include <cerrno>

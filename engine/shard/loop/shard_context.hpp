@@ -3,8 +3,8 @@
 #pragma once
 
 #include "pipes/pipe_pool.hpp"
-#include "shard/shard_doorbells.hpp"
-#include "shard/shard_io.hpp"
+#include "shard/loop/shard_doorbells.hpp"
+#include "shard/loop/shard_io.hpp"
 #include "support/logger.hpp"
 #include "uring/provided_buffers.hpp"
 #include "uringfwd/config.hpp"

@@ -1,4 +1,4 @@
-#include "shard/proxy_inspector.hpp"
+#include "shard/inspect/proxy_inspector.hpp"
 
 #include "protocol/proxy_header.hpp"
 

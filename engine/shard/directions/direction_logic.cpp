@@ -1,4 +1,4 @@
-#include "shard/direction_logic.hpp"
+#include "shard/directions/direction_logic.hpp"
 
 #include <cerrno>
 

@@ -3,7 +3,7 @@
 // options set through it, and slots closed through it. A slot is no fd: nothing here
 // may call a socket syscall on it.
 #include "net/sockets.hpp"
-#include "shard/connections.hpp"
+#include "shard/connection/connections.hpp"
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>

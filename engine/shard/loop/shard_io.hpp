@@ -6,8 +6,8 @@
 #pragma once
 
 #include "net/socket_address.hpp"
-#include "shard/op_tag.hpp"
-#include "shard/shard_counters.hpp"
+#include "shard/loop/op_tag.hpp"
+#include "shard/loop/shard_counters.hpp"
 #include "uring/ring.hpp"
 
 #include <chrono>

@@ -4,7 +4,7 @@
 // exact, and it keeps locked instructions off the data path.
 #pragma once
 
-#include "shard/shard_histogram.hpp"
+#include "shard/loop/shard_histogram.hpp"
 #include "uringfwd/stats.hpp"
 
 #include <atomic>

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "pipes/pipe.hpp"
-#include "shard/direction_logic.hpp"
+#include "shard/directions/direction_logic.hpp"
 #include "uring/file_ref.hpp"
 
 #include <sys/socket.h>

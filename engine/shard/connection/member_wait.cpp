@@ -5,7 +5,7 @@
 // route's connect_deadline, (retries + 1) x connect_timeout by default), after which it
 // is reset as closed_no_upstream. Room given back at a member's limit, on this shard or
 // another (its doorbell), lets the oldest waiters try again.
-#include "shard/connections.hpp"
+#include "shard/connection/connections.hpp"
 
 #include <algorithm>
 

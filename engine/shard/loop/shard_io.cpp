@@ -1,4 +1,4 @@
-#include "shard/shard_io.hpp"
+#include "shard/loop/shard_io.hpp"
 
 #include <sys/socket.h>
 

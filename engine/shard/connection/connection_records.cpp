@@ -1,6 +1,6 @@
 // What a closed connection leaves behind: the observer's record of it and its counts
 // (per route and member bytes, the connect-time and duration histograms).
-#include "shard/connections.hpp"
+#include "shard/connection/connections.hpp"
 
 namespace uringfwd::engine {
 

@@ -1,4 +1,4 @@
-#include "shard/directions.hpp"
+#include "shard/directions/directions.hpp"
 
 #include <fcntl.h>
 #include <poll.h>

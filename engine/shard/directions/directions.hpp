@@ -5,8 +5,8 @@
 // connection (connections.cpp) decides what follows.
 #pragma once
 
-#include "shard/connection.hpp"
-#include "shard/shard_context.hpp"
+#include "shard/connection/connection.hpp"
+#include "shard/loop/shard_context.hpp"
 
 #include <deque>
 #include <functional>

@@ -1,4 +1,4 @@
-#include "shard/shard_doorbells.hpp"
+#include "shard/loop/shard_doorbells.hpp"
 
 #include "routing/shared_limit.hpp"
 

@@ -1,4 +1,4 @@
-#include "shard/connections.hpp"
+#include "shard/connection/connections.hpp"
 
 #include "net/sockets.hpp"
 #include "routing/hash.hpp"

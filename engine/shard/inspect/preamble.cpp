@@ -4,7 +4,7 @@
 // preamble). They go out as one buffer before either direction starts reading the
 // client, so a header precedes every client byte on the splice and copy paths alike.
 #include "protocol/proxy_header.hpp"
-#include "shard/connections.hpp"
+#include "shard/connection/connections.hpp"
 
 #include <sys/socket.h>
 

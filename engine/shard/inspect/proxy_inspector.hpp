@@ -3,7 +3,7 @@
 #pragma once
 
 #include "net/cidr.hpp"
-#include "shard/inspect.hpp"
+#include "shard/inspect/inspect.hpp"
 
 #include <vector>
 

@@ -1,4 +1,4 @@
-#include "shard/connection.hpp"
+#include "shard/connection/connection.hpp"
 
 namespace uringfwd::engine {
 

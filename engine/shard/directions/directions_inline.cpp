@@ -9,7 +9,7 @@
 // pool and given back only when empty, each round starts on an empty pipe (§2.4), a
 // short write waits for POLLOUT with the rest in the pipe, FIN and errors end the
 // direction exactly as on the ring.
-#include "shard/directions.hpp"
+#include "shard/directions/directions.hpp"
 
 #include <fcntl.h>
 #include <poll.h>

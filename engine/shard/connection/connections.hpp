@@ -5,9 +5,9 @@
 // with a reason that is counted.
 #pragma once
 
-#include "shard/connection.hpp"
-#include "shard/directions.hpp"
-#include "shard/shard_context.hpp"
+#include "shard/connection/connection.hpp"
+#include "shard/directions/directions.hpp"
+#include "shard/loop/shard_context.hpp"
 #include "shard/shard_route.hpp"
 #include "support/log_throttle.hpp"
 
