@@ -1,6 +1,6 @@
 // Cost of the connection table's three operations: allocate on accept, find on every
 // completion (the generation check), release when a connection ends.
-#include "shard/connection.hpp"
+#include "shard/connection/connection.hpp"
 
 #include <benchmark/benchmark.h>
 

@@ -1,6 +1,6 @@
 // Cost of packing and unpacking the 64-bit user_data every operation carries: done
 // once per submission and once per completion.
-#include "shard/op_tag.hpp"
+#include "shard/loop/op_tag.hpp"
 
 #include <benchmark/benchmark.h>
 
@@ -10,6 +10,7 @@ namespace {
 
 using uringfwd::engine::Op;
 using uringfwd::engine::OpTag;
+using uringfwd::engine::Owner;
 using uringfwd::engine::Side;
 
 void BM_OpTag_Encode(benchmark::State& state) {
@@ -35,18 +36,18 @@ void BM_OpTag_Decode(benchmark::State& state) {
 }
 BENCHMARK(BM_OpTag_Decode);
 
-// What dispatch does: decode, then branch on shard vs connection operation.
+// What dispatch does: decode, then branch on the owner kind.
 void BM_OpTag_RoundTrip(benchmark::State& state) {
     uint32_t slot = 0;
     uint64_t shard_ops = 0;
     for (auto _ : state) {
-        const bool shard = (slot & 15u) == 0;
-        OpTag in =
-            shard ? OpTag::for_shard(Op::Accept) : OpTag::for_connection(Op::PollIn, slot, slot);
+        const bool listener = (slot & 15u) == 0;
+        OpTag in = listener ? OpTag::for_listener(Op::Accept, slot & 7u)
+                            : OpTag::for_connection(Op::PollIn, slot, slot);
         uint64_t v = in.encode();
         benchmark::DoNotOptimize(v);
         OpTag out = OpTag::decode(v);
-        shard_ops += out.for_shard() ? 1 : 0;
+        shard_ops += out.owner == Owner::Listener ? 1 : 0;
         ++slot;
     }
     benchmark::DoNotOptimize(shard_ops);

@@ -2,7 +2,7 @@
 // at once so only io_uring's own overhead is measured. The Ring API has no NOP, so two
 // stand-ins: a poll on an eventfd that is already readable (completes inline at
 // submission) and a 0 ns timeout (goes through the kernel's timer path).
-#include "shard/op_tag.hpp"
+#include "shard/loop/op_tag.hpp"
 #include "uring/ring.hpp"
 #include "uring/unique_fd.hpp"
 

@@ -83,10 +83,18 @@ std::error_code Engine::Impl::hand_over(int client_fd, int upstream_fd, std::str
             }
         }
     }
-    engine::Handoff handoff{client_fd, upstream_fd, std::string(route),
-                            std::vector<std::byte>(already_read.begin(), already_read.end())};
-    if (!target->hand_over(std::move(handoff)))
+    engine::Handoff handoff{
+        .client = engine::UnservedSocket::plain(client_fd),
+        .upstream = upstream_fd >= 0 ? engine::UnservedSocket::plain(upstream_fd)
+                                     : engine::UnservedSocket{},
+        .route = std::string(route),
+        .preamble = std::vector<std::byte>(already_read.begin(), already_read.end()),
+    };
+    if (!target->hand_over(handoff)) { // refused: the caller keeps its fds
+        (void)handoff.client.release_fd();
+        (void)handoff.upstream.release_fd();
         return std::make_error_code(std::errc::operation_canceled);
+    }
     return {};
 }
 

@@ -77,7 +77,7 @@ bool power_of_two_buffers(int64_t n) {
 }
 
 bool bulk_buffers_ok(int64_t n) {
-    // At most kMaxChunks (engine/shard/direction_logic.hpp): what a direction can hold.
+    // At most kMaxChunks (engine/shard/directions/direction_logic.hpp): what a direction can hold.
     return n == 0 || (n <= 16 && power_of_two_buffers(n));
 }
 

@@ -9,7 +9,7 @@
 #include "net/socket_address.hpp"
 #include "net/sockets.hpp"
 #include "net/unix_socket_file.hpp"
-#include "shard/shard_io.hpp"
+#include "shard/loop/shard_io.hpp"
 #include "support/logger.hpp"
 #include "uring/unique_fd.hpp"
 
@@ -146,7 +146,7 @@ public:
 private:
     void arm();
     void end_accept(); // cancels the multishot accept, if armed
-    OpTag tag(Op op) const { return OpTag::for_shard(op, index_); }
+    OpTag tag(Op op) const { return OpTag::for_listener(op, index_); }
 
     ShardIo& io_;
     const Logger& log_;

@@ -3,7 +3,6 @@
 // shard_admission.cpp, changes in shard_reload.cpp, hand-overs in shard_handoff.cpp.
 #include "shard/shard.hpp"
 
-#include "net/sockets.hpp"
 #include "support/plural.hpp"
 
 #include <poll.h>
@@ -21,7 +20,7 @@ Shard::Shard(ShardSetup setup, Logger logger)
       wake_fd_(setup_.doorbells->fd(static_cast<std::size_t>(setup_.index))) {}
 
 Shard::~Shard() {
-    refuse_handoffs(); // a shard that never ran still owns what was handed to it
+    mailbox_.close(); // a shard that never ran still owns what was handed to it
 }
 
 void Shard::request_stop(std::chrono::milliseconds drain) {
@@ -38,12 +37,14 @@ void Shard::run(std::promise<void>& ready) {
     try {
         setup();
     } catch (...) {
+        mailbox_.close();
         finished_.store(true, std::memory_order_release);
         ready.set_exception(std::current_exception());
         return;
     }
     ready.set_value();
     serve();
+    mailbox_.close(); // what came too late is refused, or dropped (a hand-over reset)
     finished_.store(true, std::memory_order_release);
 }
 
@@ -98,20 +99,27 @@ void Shard::log_pool_notices() {
         log_.warn("{}", notice);
 }
 
+// Every switch below names every Op, without a default, so -Wswitch finds an operation
+// added without a handler; what is not its owner's is refused with a log line.
 void Shard::dispatch(const uring::Completion& c) {
     OpTag t = OpTag::decode(c.user_data);
-    if (!t.for_shard()) {
+    switch (t.owner) {
+    case Owner::Connection:
         connections_->on_completion(t, c);
         return;
-    }
-    switch (t.op) {
-    case Op::Accept:
-    case Op::AcceptReady:
-    case Op::AcceptPause:
-    case Op::ListenerCancel:
-    case Op::ListenerCloseFile: // a client accepted after stop(), closed unserved
+    case Owner::Listener:
         on_listener_op(t, c);
-        break;
+        return;
+    case Owner::Shard:
+        on_shard_op(t, c);
+        return;
+    }
+    log_.error("completion with an unknown owner kind {} (op {})", static_cast<int>(t.owner),
+               static_cast<int>(t.op));
+}
+
+void Shard::on_shard_op(const OpTag& t, const uring::Completion& c) {
+    switch (t.op) {
     case Op::PipeRetry:
     case Op::PipeRetryCancel:
     case Op::CoalesceTick: {
@@ -121,18 +129,18 @@ void Shard::dispatch(const uring::Completion& c) {
             directions.on_retry_timer(); // waiters are resumed after every batch
         else if (t.op == Op::CoalesceTick)
             directions.on_coalesce_tick(); // so are the coalescing directions
-        break;
+        return;
     }
     case Op::Wake:
         io_->completed(in_flight_, t, c);
         on_wake(c.result);
-        break;
+        return;
     case Op::DrainDeadline:
         io_->completed(in_flight_, t, c);
         drain_timer_armed_ = false;
         if (c.result == -ETIME)
             connections_->close_all(CloseReason::DrainTimeout);
-        break;
+        return;
     case Op::IdleSweep:
         io_->completed(in_flight_, t, c);
         idle_sweep_armed_ = false;
@@ -140,35 +148,104 @@ void Shard::dispatch(const uring::Completion& c) {
             connections_->close_idle();
             arm_idle_sweep();
         }
-        break;
+        return;
     case Op::ShardCancel:
     case Op::ShardCloseFile:
         io_->completed(in_flight_, t, c);
+        return;
+    // A listener's or a connection's operation: never tagged for the shard.
+    case Op::Accept:
+    case Op::AcceptPause:
+    case Op::AcceptReady:
+    case Op::ListenerCancel:
+    case Op::ListenerCloseFile:
+    case Op::InspectRecv:
+    case Op::InspectTimeout:
+    case Op::Connect:
+    case Op::ConnectTimeout:
+    case Op::Preamble:
+    case Op::PollIn:
+    case Op::PollOut:
+    case Op::SpliceIn:
+    case Op::SpliceOut:
+    case Op::Drain:
+    case Op::Recv:
+    case Op::Send:
+    case Op::ErrorWatch:
+    case Op::Cancel:
+    case Op::Socket:
+    case Op::SocketOpt:
+    case Op::CloseFile:
+    case Op::HalfClose:
+    case Op::InstallFd:
+    case Op::MemberWait:
+    case Op::Count:
         break;
-    default:
-        log_.error("completion with unknown shard operation {}", static_cast<int>(t.op));
     }
+    log_.error("completion with operation {}, which is not the shard's", static_cast<int>(t.op));
 }
 
 void Shard::on_listener_op(const OpTag& t, const uring::Completion& c) {
-    if (t.index() >= listeners_.size()) {
-        log_.error("completion for listener {}, which does not exist", t.index());
+    if (t.index >= listeners_.size()) {
+        log_.error("completion for listener {}, which does not exist", t.index);
         return;
     }
-    Listener& listener = *listeners_[t.index()];
-    io_->completed(listener.in_flight(), t, c);
-    if (t.op == Op::Accept) {
+    Listener& listener = *listeners_[t.index];
+    switch (t.op) {
+    case Op::Accept:
+        io_->completed(listener.in_flight(), t, c);
         if (int fd = listener.on_accept(c, connections_->active()); fd >= 0)
             open_connection(listener, fd);
         listener.keep_accepting();
-    } else if (t.op == Op::AcceptReady) {
+        return;
+    case Op::AcceptReady:
+        io_->completed(listener.in_flight(), t, c);
         listener.on_ready(c);
         if (c.result >= 0 && !stopping_)
             accept_waiting(listener);
         listener.keep_accepting();
-    } else if (t.op == Op::AcceptPause) {
+        return;
+    case Op::AcceptPause:
+        io_->completed(listener.in_flight(), t, c);
         listener.on_pause_over();
+        return;
+    case Op::ListenerCancel:
+    case Op::ListenerCloseFile: // a client accepted after stop(), closed unserved
+        io_->completed(listener.in_flight(), t, c);
+        return;
+    // The shard's or a connection's operation: never tagged for a listener.
+    case Op::Wake:
+    case Op::PipeRetry:
+    case Op::PipeRetryCancel:
+    case Op::CoalesceTick:
+    case Op::DrainDeadline:
+    case Op::IdleSweep:
+    case Op::ShardCancel:
+    case Op::ShardCloseFile:
+    case Op::InspectRecv:
+    case Op::InspectTimeout:
+    case Op::Connect:
+    case Op::ConnectTimeout:
+    case Op::Preamble:
+    case Op::PollIn:
+    case Op::PollOut:
+    case Op::SpliceIn:
+    case Op::SpliceOut:
+    case Op::Drain:
+    case Op::Recv:
+    case Op::Send:
+    case Op::ErrorWatch:
+    case Op::Cancel:
+    case Op::Socket:
+    case Op::SocketOpt:
+    case Op::CloseFile:
+    case Op::HalfClose:
+    case Op::InstallFd:
+    case Op::MemberWait:
+    case Op::Count:
+        break;
     }
+    log_.error("completion with operation {}, which is not a listener's", static_cast<int>(t.op));
 }
 
 void Shard::arm_idle_sweep() {
@@ -185,9 +262,7 @@ void Shard::on_wake(int result) {
         return; // cancelled: the shard is finishing
     uint64_t value = 0;
     [[maybe_unused]] ssize_t n = ::read(wake_fd_, &value, sizeof(value));
-    take_change();
-    run_calls();
-    take_handoffs();
+    mailbox_.run(); // changes, calls, hand-overs
     // Perhaps another shard gave room back at a limit this shard waits at.
     resume_all();
     if (stop_requested_.load(std::memory_order_acquire))
@@ -224,25 +299,13 @@ void Shard::begin_stop() {
     for (auto& listener : listeners_)
         listener->stop();
     connections_->directions().stop();
-    refuse_handoffs();
     // Clients still waiting for room are refused: the engine takes no new connection.
+    // Each is reset and closed as it is dropped (UnservedSocket).
     for (auto* routes : {&routes_, &retired_routes_}) {
         for (auto& route : *routes) {
-            for (const WaitingClient& client : route->waiting) {
-                if (client.slot >= 0) {
-                    io_->close_direct(in_flight_, OpTag::for_shard(Op::ShardCloseFile),
-                                      uring::FileRef::direct(client.slot), /*reset=*/true);
-                    drop(counters_.direct_slots);
-                }
-                for (int fd : {client.fd, client.upstream_fd}) {
-                    if (fd >= 0) {
-                        set_reset_on_close(fd);
-                        ::close(fd);
-                    }
-                }
+            for (const WaitingClient& client : route->waiting)
                 if (client.units.fd)
                     fd_connections_->give_back(); // the engine is stopping: none to wake
-            }
             route->waiting.clear();
             route->stop_wanting();
         }

@@ -7,13 +7,15 @@
 
 #include "net/socket_address.hpp"
 #include "pipes/pipe_pool.hpp"
-#include "shard/connections.hpp"
+#include "shard/connection/connections.hpp"
 #include "shard/listener.hpp"
-#include "shard/shard_context.hpp"
-#include "shard/shard_counters.hpp"
-#include "shard/shard_doorbells.hpp"
-#include "shard/shard_io.hpp"
+#include "shard/loop/mailbox.hpp"
+#include "shard/loop/shard_context.hpp"
+#include "shard/loop/shard_counters.hpp"
+#include "shard/loop/shard_doorbells.hpp"
+#include "shard/loop/shard_io.hpp"
 #include "shard/shard_route.hpp"
+#include "shard/unserved_socket.hpp"
 #include "support/log_throttle.hpp"
 #include "support/logger.hpp"
 #include "uring/provided_buffers.hpp"
@@ -26,8 +28,6 @@
 #include <functional>
 #include <future>
 #include <memory>
-#include <mutex>
-#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -61,12 +61,14 @@ struct ShardChange {
     std::vector<ListenerSetup> new_listeners;
 };
 
-// A connection the application hands over (Engine::forward, forward_pair).
+// A connection the application hands over (Engine::forward, forward_pair). It owns
+// its sockets: one dropped before its shard takes it (the route went away, the shard
+// stopped) is reset and closed (UnservedSocket).
 struct Handoff {
-    int client_fd = -1;
-    int upstream_fd = -1; // forward_pair: connected by the application
-    std::string route;
-    std::vector<std::byte> preamble; // read from the client before the hand-over
+    UnservedSocket client{};
+    UnservedSocket upstream{}; // forward_pair: connected by the application
+    std::string route{};
+    std::vector<std::byte> preamble{}; // read from the client before the hand-over
 };
 
 class Shard {
@@ -89,9 +91,10 @@ public:
     // new routes at once; open ones keep their route and member until they end.
     std::string apply_change(ShardChange change);
 
-    // Thread-safe: queues a connection for this shard, which owns its fds from then
-    // on. False, with nothing taken, once the shard is stopping.
-    bool hand_over(Handoff handoff);
+    // Thread-safe: queues a connection for this shard, which owns its sockets from then
+    // on (taken from `handoff`); one taken while the shard is stopping is reset. False,
+    // with `handoff` left as it was, once the shard has ended.
+    bool hand_over(Handoff& handoff);
 
     // Thread-safe: runs `task` on the shard's thread between two batches of completions
     // and returns once it has run; false, without running it, once the shard has ended.
@@ -133,6 +136,7 @@ private:
     bool done_serving() const;
     void after_batch();
     void dispatch(const uring::Completion& c);
+    void on_shard_op(const OpTag& tag, const uring::Completion& c);
     void on_listener_op(const OpTag& tag, const uring::Completion& c);
     // `fd_unit_taken`: its unit of the fd limit's connections was taken before the
     // accept (one at a time).
@@ -147,8 +151,7 @@ private:
     void admit(ShardRoute& route, WaitingClient client);
     // `counted`: it took a unit of the route's limit (SharedLimit::Taken::Counted).
     void open(ShardRoute& route, WaitingClient client, bool counted);
-    void take_handoffs();
-    void refuse_handoffs();
+    void take_handoff(Handoff& handoff);
     // The route has no room for another client: its listeners hold off accepting and
     // the shard waits for room at its limit.
     void hold(ShardRoute& route);
@@ -182,8 +185,6 @@ private:
     void on_wake(int result);
     void wake();
     // shard_reload.cpp
-    void take_change();
-    void run_calls();
     std::string apply(ShardChange& change);
     void prune_retired_routes();
     void add_route_stats(const ShardRoute& route, bool retired, std::vector<RouteStats>& out,
@@ -199,6 +200,9 @@ private:
     Logger log_;
     int wake_fd_; // setup_.doorbells': this shard's
     ShardCounters counters_;
+    // The wake-up poll, the drain deadline, their cancels, and the closes of slots
+    // nobody serves (slot_closer_). Before the routes, which go first and may hold such.
+    InFlight in_flight_;
     // Made on the shard's thread in setup(), in this order; destroyed in reverse, so
     // the copy buffers are unregistered before their ring goes.
     std::unique_ptr<ShardIo> io_;
@@ -208,6 +212,7 @@ private:
     DataPath data_path_ = DataPath::Auto;                  // what the shard really does
     bool direct_ = false; // direct descriptors in use (setup_direct_descriptors())
     std::unique_ptr<ShardContext> context_;
+    SlotCloser slot_closer_; // io_ and in_flight_, once io_ is made
     // Per route of setup_.routes, same order. Connections point at theirs, so routes
     // replaced by a change are kept (retired) until their last connection has gone.
     std::vector<std::unique_ptr<ShardRoute>> routes_;
@@ -235,29 +240,16 @@ private:
     std::chrono::milliseconds idle_sweep_{0}; // 0: no route has an idle timeout
     bool idle_sweep_armed_ = false;
 
-    InFlight in_flight_; // the wake-up poll, the drain deadline, their cancels
     bool stopping_ = false;
     bool drain_timer_armed_ = false;
     bool final_cancels_sent_ = false;
     // Written by request_stop() on any thread before it writes the eventfd.
     std::atomic<int64_t> drain_ms_{0};
     std::atomic<bool> stop_requested_{false};
-    // A change handed over by apply_change(), taken when the eventfd fires.
-    std::mutex change_mu_;
-    std::optional<ShardChange> change_;
-    std::promise<std::string> change_done_;
-    // Tasks of call(), run when the eventfd fires.
-    struct Call {
-        const std::function<void()>* task;
-        std::promise<void> done;
-    };
-    std::mutex calls_mu_;
-    std::vector<Call> calls_;
-    // Connections handed over by the application, taken when the eventfd fires.
-    std::mutex handoff_mu_;
-    std::vector<Handoff> handoffs_;
-    bool handoffs_closed_ = false;
     std::atomic<bool> finished_{false};
+    // Changes, calls and hand-overs from other threads, run when the eventfd fires;
+    // closed when the shard ends (run(), or the destructor of one that never ran).
+    Mailbox mailbox_{[this] { wake(); }};
 };
 
 } // namespace uringfwd::engine

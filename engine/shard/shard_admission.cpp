@@ -12,30 +12,20 @@ void Shard::open_connection(Listener& listener, int client_fd, bool fd_unit_take
     // A plain fd takes a unit of the fd limit's connections, a slot (or a plain client
     // whose upstream goes into a slot) one of the file table's.
     SocketUnits units = take_units(!listener.direct(), /*slot=*/true, fd_unit_taken);
+    WaitingClient client{
+        .client = listener.direct() ? UnservedSocket::in_slot(client_fd, slot_closer_)
+                                    : UnservedSocket::plain(client_fd),
+        .set_no_delay = listener.clients_need_no_delay(),
+        .inspect = true,
+        .listener_inspector = group_inspectors_[listener.group()],
+        .units = units,
+    };
     if (listener.direct()) {
         bump(counters_.direct_slots);
-        admit(route, {-1,
-                      listener.clients_need_no_delay(),
-                      {},
-                      -1,
-                      /*inspect=*/true,
-                      group_inspectors_[listener.group()],
-                      client_fd,
-                      listener.accepted_peer(),
-                      listener.bound(),
-                      units});
-        return;
+        client.peer = listener.accepted_peer();
+        client.local = listener.bound();
     }
-    admit(route, {client_fd,
-                  listener.clients_need_no_delay(),
-                  {},
-                  -1,
-                  /*inspect=*/true,
-                  group_inspectors_[listener.group()],
-                  -1,
-                  {},
-                  {},
-                  units});
+    admit(route, std::move(client));
 }
 
 void Shard::admit(ShardRoute& route, WaitingClient client) {
@@ -113,12 +103,8 @@ void Shard::resume_all() {
 }
 
 void Shard::open(ShardRoute& route, WaitingClient client, bool counted) {
-    bool direct = client.slot >= 0;
-    int err = connections_->open(
-        direct ? uring::FileRef::direct(client.slot) : uring::FileRef::plain(client.fd),
-        client.set_no_delay, route, counted, client.units, std::move(client.preamble),
-        client.upstream_fd, client.inspect, std::move(client.listener_inspector),
-        direct ? &client.peer : nullptr, direct ? &client.local : nullptr);
+    client.route_counted = counted;
+    int err = connections_->open(route, std::move(client));
     if (err == 0) {
         for (auto& each : listeners_)
             each->shortage_over();

@@ -1,11 +1,9 @@
 // Connections the application hands over to a running shard (Engine::forward and
-// forward_pair): queued by any thread, taken by the shard when its eventfd fires.
-#include "net/sockets.hpp"
+// forward_pair): posted to its mailbox by any thread, taken when its eventfd fires.
 #include "shard/shard.hpp"
 
 #include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 
@@ -30,87 +28,57 @@ constexpr std::size_t kEarlyReadMax = 16 * 1024;
 // too. With bytes queued, recv() returns them and leaves an error for later.
 void read_what_waits(Handoff& handoff) {
     int queued = 0;
-    if (::ioctl(handoff.client_fd, FIONREAD, &queued) != 0 || queued <= 0)
+    if (::ioctl(handoff.client.fd(), FIONREAD, &queued) != 0 || queued <= 0)
         return;
     std::size_t had = handoff.preamble.size();
     std::size_t want = std::min(static_cast<std::size_t>(queued), kEarlyReadMax);
     handoff.preamble.resize(had + want);
-    ssize_t got = ::recv(handoff.client_fd, handoff.preamble.data() + had, want, MSG_DONTWAIT);
+    ssize_t got = ::recv(handoff.client.fd(), handoff.preamble.data() + had, want, MSG_DONTWAIT);
     handoff.preamble.resize(had + (got > 0 ? static_cast<std::size_t>(got) : 0));
-}
-
-// The stream is cut before it began: the client (and an upstream of the
-// application's) see a reset, not an orderly end.
-void reset_and_close(const Handoff& handoff) {
-    for (int fd : {handoff.client_fd, handoff.upstream_fd}) {
-        if (fd >= 0) {
-            set_reset_on_close(fd);
-            ::close(fd);
-        }
-    }
 }
 
 } // namespace
 
-bool Shard::hand_over(Handoff handoff) {
-    {
-        std::lock_guard lock(handoff_mu_);
-        if (handoffs_closed_)
-            return false;
-        handoffs_.push_back(std::move(handoff));
-    }
-    wake();
-    return true;
+bool Shard::hand_over(Handoff& handoff) {
+    struct Take {
+        Shard* shard;
+        Handoff handoff;
+        void operator()() { shard->take_handoff(handoff); }
+    };
+    Take task{this, std::move(handoff)};
+    if (mailbox_.post(std::move(task)))
+        return true;
+    handoff = std::move(task.handoff); // refused, so not moved from: the caller keeps it
+    return false;
 }
 
-void Shard::take_handoffs() {
-    std::vector<Handoff> taken;
-    {
-        std::lock_guard lock(handoff_mu_);
-        taken.swap(handoffs_);
+// Dropped without a word while the shard stops, as one refused is; its sockets are
+// reset as they go (the stream is cut before it began).
+void Shard::take_handoff(Handoff& handoff) {
+    if (stopping_)
+        return;
+    ShardRoute* route = nullptr;
+    for (auto& each : routes_)
+        if (each->route.name == handoff.route)
+            route = each.get();
+    if (route == nullptr) {
+        // The route went away in a reconfiguration after forward() checked it.
+        log_.warn("a connection handed over for route \"{}\" has no route to go to; "
+                  "resetting it",
+                  handoff.route);
+        return;
     }
-    for (Handoff& handoff : taken) {
-        ShardRoute* route = nullptr;
-        for (auto& each : routes_)
-            if (each->route.name == handoff.route)
-                route = each.get();
-        if (route == nullptr || stopping_) {
-            // The route went away in a reconfiguration after forward() checked it.
-            log_.warn("a connection handed over for route \"{}\" has no route to go to; "
-                      "resetting it",
-                      handoff.route);
-            reset_and_close(handoff);
-            continue;
-        }
-        if (handoff.upstream_fd >= 0)
-            read_what_waits(handoff);
-        // Plain fds (the caller's): a unit of the fd limit's connections; an upstream the
-        // engine opens goes into a slot with direct descriptors.
-        SocketUnits units = take_units(/*plain_fd=*/true, /*slot=*/handoff.upstream_fd < 0);
-        // No TCP_NODELAY to set: the caller's thread has set it already
-        // (api/handoff.cpp prepare_socket).
-        admit(*route, {handoff.client_fd,
-                       false,
-                       std::move(handoff.preamble),
-                       handoff.upstream_fd,
-                       false,
-                       nullptr,
-                       -1,
-                       {},
-                       {},
-                       units});
-    }
-}
-
-void Shard::refuse_handoffs() {
-    std::vector<Handoff> left;
-    {
-        std::lock_guard lock(handoff_mu_);
-        handoffs_closed_ = true;
-        left.swap(handoffs_);
-    }
-    for (const Handoff& handoff : left)
-        reset_and_close(handoff);
+    if (handoff.upstream.valid())
+        read_what_waits(handoff);
+    // Plain fds (the caller's): a unit of the fd limit's connections; an upstream the
+    // engine opens goes into a slot with direct descriptors.
+    SocketUnits units = take_units(/*plain_fd=*/true, /*slot=*/!handoff.upstream.valid());
+    // No TCP_NODELAY to set: the caller's thread has set it already
+    // (api/handoff.cpp prepare_socket).
+    admit(*route, {.client = std::move(handoff.client),
+                   .preamble = std::move(handoff.preamble),
+                   .upstream = std::move(handoff.upstream),
+                   .units = units});
 }
 
 } // namespace uringfwd::engine

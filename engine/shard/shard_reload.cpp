@@ -8,40 +8,9 @@
 namespace uringfwd::engine {
 
 std::string Shard::apply_change(ShardChange change) {
-    std::future<std::string> done;
-    {
-        std::lock_guard lock(change_mu_);
-        if (change_)
-            return "another change is still being applied";
-        change_ = std::move(change);
-        change_done_ = std::promise<std::string>();
-        done = change_done_.get_future();
-    }
-    wake();
-    while (done.wait_for(std::chrono::milliseconds{50}) != std::future_status::ready) {
-        if (finished()) {
-            std::lock_guard lock(change_mu_);
-            if (change_) { // never taken: the shard ended first
-                change_.reset();
-                return "the shard has stopped";
-            }
-        }
-    }
-    return done.get();
-}
-
-void Shard::take_change() {
-    std::optional<ShardChange> change;
-    std::promise<std::string> done;
-    {
-        std::lock_guard lock(change_mu_);
-        if (!change_)
-            return;
-        change = std::move(change_);
-        change_.reset();
-        done = std::move(change_done_);
-    }
-    done.set_value(stopping_ ? std::string("the engine is stopping") : apply(*change));
+    std::optional<std::string> answer = mailbox_.await(
+        [&] { return stopping_ ? std::string("the engine is stopping") : apply(change); });
+    return answer ? std::move(*answer) : std::string("the shard has stopped");
 }
 
 std::string Shard::apply(ShardChange& change) {
@@ -132,35 +101,7 @@ void Shard::plan_idle_sweep() {
 }
 
 bool Shard::call(const std::function<void()>& task) {
-    std::future<void> done;
-    {
-        std::lock_guard lock(calls_mu_);
-        if (finished())
-            return false;
-        calls_.push_back({&task, {}});
-        done = calls_.back().done.get_future();
-    }
-    wake();
-    while (done.wait_for(std::chrono::milliseconds{50}) != std::future_status::ready) {
-        if (finished()) {
-            std::lock_guard lock(calls_mu_);
-            if (std::erase_if(calls_, [&](const Call& c) { return c.task == &task; }) > 0)
-                return false; // never taken: the shard ended first
-        }
-    }
-    return true;
-}
-
-void Shard::run_calls() {
-    std::vector<Call> calls;
-    {
-        std::lock_guard lock(calls_mu_);
-        calls.swap(calls_);
-    }
-    for (Call& call : calls) {
-        (*call.task)();
-        call.done.set_value();
-    }
+    return mailbox_.await(task);
 }
 
 void Shard::add_route_stats(std::vector<RouteStats>& out,
@@ -193,8 +134,7 @@ void Shard::add_route_stats(const ShardRoute& shard_route, bool retired,
     // backlog.
     it->waiting += shard_route.waiting.size() + shard_route.member_waiting;
     for (const auto& listener : listeners_) {
-        if (retired || listener->stopped() ||
-            routes_[listener->route()].get() != &shard_route)
+        if (retired || listener->stopped() || routes_[listener->route()].get() != &shard_route)
             continue;
         if (!queues_counted.insert(listener->socket_inode()).second)
             continue;

@@ -7,8 +7,9 @@
 
 #include "routing/pool_state.hpp"
 #include "routing/route_table.hpp"
-#include "shard/inspect.hpp"
+#include "shard/inspect/inspect.hpp"
 #include "shard/socket_units.hpp"
+#include "shard/unserved_socket.hpp"
 #include "uringfwd/stats.hpp"
 
 #include <array>
@@ -16,26 +17,33 @@
 #include <cstddef>
 #include <deque>
 #include <memory>
+#include <vector>
 
 namespace uringfwd::engine {
 
+// A client let in to a route, or waiting for room at its limit; built with designated
+// initializers where it comes from (a listener, a hand-over). It owns its sockets
+// (UnservedSocket): one dropped before it is let in, with its route or at the shard's
+// stop, is reset and closed (a slot through the ring), never leaked.
 struct WaitingClient {
-    int fd;
-    bool set_no_delay;               // TCP_NODELAY still to be set on the client (a TCP listener's)
-    std::vector<std::byte> preamble; // handed-over clients (Engine::forward)
-    int upstream_fd = -1;            // Engine::forward_pair
+    UnservedSocket client{};           // a plain fd, or a slot of the file table
+    bool set_no_delay = false;         // TCP_NODELAY still to be set (a TCP listener's client)
+    std::vector<std::byte> preamble{}; // handed-over clients (Engine::forward)
+    UnservedSocket upstream{};         // Engine::forward_pair: connected by the application
     // Accepted by a listener: goes through the route's inspectors. Handed-over
     // connections do not (the application has read from them already).
     bool inspect = false;
     // The inspector of the listen address it came to, when routes share it (the
     // ClientHello's: sni_inspector.hpp); runs after the route's own chain.
     std::shared_ptr<const Inspector> listener_inspector = nullptr;
-    // Accepted into a slot of the file table (direct descriptors): fd is -1, and the
-    // socket's addresses came with the accept (the local one is the listener's).
-    int slot = -1;
+    // Accepted into a slot (client.fixed()): the socket's addresses came with the
+    // accept (the local one is the listener's); a slot has no fd to ask.
     SocketAddress peer{};
     SocketAddress local{};
     SocketUnits units{}; // of the shard's socket budget, held from its accept on
+    // Holds a unit of the route's limit (SharedLimit::Taken::Counted), given back when
+    // its connection closes; set when it is let in.
+    bool route_counted = false;
 };
 
 struct ShardRoute {
@@ -54,7 +62,7 @@ struct ShardRoute {
     std::size_t shard;
     PoolState pool;
     std::size_t active = 0;            // on this shard
-    std::deque<WaitingClient> waiting; // accepted at the limit; fds owned here
+    std::deque<WaitingClient> waiting; // accepted at the limit; owns their sockets
     bool held = false;                 // its listeners hold off accepting
     bool wanting = false;              // registered at route.limit (SharedLimit::want)
     bool retired = false;              // replaced by a reload: it has no listeners

@@ -1,8 +1,8 @@
 // Setting a shard up on its own thread: pinning, the ring and its io-wq workers, the
 // pipe pool, the copy buffers, the routes and the listeners.
 #include "platform/cpu_affinity.hpp"
+#include "shard/inspect/sni_inspector.hpp"
 #include "shard/shard.hpp"
-#include "shard/sni_inspector.hpp"
 
 #include <pthread.h>
 #include <sys/resource.h>
@@ -126,6 +126,7 @@ void Shard::make_group_inspectors() {
 
 void Shard::setup_ring() {
     io_ = std::make_unique<ShardIo>(config_.ring_entries, counters_);
+    slot_closer_ = {io_.get(), &in_flight_};
     uring::Ring& ring = io_->ring();
     if (!setup_.worker_cpus.empty()) {
         // io-wq workers run the splices; one on another CPU than the shard costs 2.3 to

@@ -1,6 +1,6 @@
 // How a direction chooses between the copy and splice paths (DataPath::Auto), and the
 // data path's names on the command line.
-#include "shard/direction_logic.hpp"
+#include "shard/directions/direction_logic.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // The decisions a direction takes after each splice, one case per rule.
-#include "shard/direction_logic.hpp"
+#include "shard/directions/direction_logic.hpp"
 
 #include <gtest/gtest.h>
 
