@@ -48,10 +48,11 @@ public:
 
     std::vector<Endpoint> listen_endpoints(std::string_view route) const;
 
+    EngineInfo info() const;
     std::string describe() const;
     ConnectionRoom connection_room() const { return room_; }
-    // "listening on A, forwarding to B; ..." per route; plan_mu_ held.
-    std::string describe_routes() const;
+    // The routes as served, for info(); plan_mu_ held.
+    std::vector<RouteInfo> route_infos() const;
 
     void stop(std::optional<std::chrono::milliseconds> drain);
 

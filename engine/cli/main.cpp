@@ -287,8 +287,11 @@ int main(int argc, char** argv) {
     }
     // The room the engine worked out from the fd limit (or the file tables), which it
     // enforces: clients beyond it wait in the listen backlog.
-    const uringfwd::ConnectionRoom room = engine->connection_room();
-    const std::string description = engine->describe();
+    const uringfwd::EngineInfo info = engine->info();
+    const uringfwd::ConnectionRoom& room = info.room;
+    std::string description = uringfwd::describe_serving(info);
+    for (std::size_t i = 0; i < info.shards.size(); ++i)
+        description += fmt::format("; shard {}: {}", i, uringfwd::describe(info.shards[i]));
     if (room.direct)
         log.info("version {}; {}; fd limit {} (direct descriptors: room for {} per shard)",
                  uringfwd::version(), description, static_cast<unsigned long long>(room.fd_limit),
@@ -305,8 +308,7 @@ int main(int argc, char** argv) {
 
     // Every shard accepts now (Engine::start returns then). Under systemd an upgraded
     // process becomes the main one before the old one lets go.
-    const std::string described = engine->describe();
-    const std::string serving = "serving: " + described.substr(0, described.find("; shard 0:"));
+    const std::string serving = "serving: " + uringfwd::describe_serving(info);
     if (takeover) {
         notify.main_pid_ready(serving);
         const bool released = takeover->finish(log);
