@@ -1,14 +1,11 @@
 #include "cli/flags.hpp"
 
 #include "cli/process_log.hpp"
-#include "config/duration.hpp"
-#include "config/upgrade_socket_path.hpp"
-#include "net/cidr.hpp"
-#include "support/quote_input.hpp"
-
 #include "uringfwd/config_file.hpp"
 #include "uringfwd/cpu_list.hpp"
+#include "uringfwd/messages.hpp"
 #include "uringfwd/numa_topology.hpp"
+#include "uringfwd/operations.hpp"
 
 #include <fmt/format.h>
 
@@ -112,7 +109,7 @@ std::optional<std::chrono::microseconds> parse_flag_duration(const std::string& 
                                                              const DurationRange& range,
                                                              std::string* why = nullptr) {
     if (range.micros)
-        return config::parse_duration_us(text, why);
+        return parse_duration_us(text, why);
     if (auto ms = parse_duration(text, why))
         return *ms;
     return std::nullopt;
@@ -126,10 +123,9 @@ std::string duration_problem(const std::string& text, const DurationRange& range
         return fmt::format("{} {}", quote_input(text), why);
     if (*value < range.min || (range.max && *value > *range.max))
         return fmt::format("must be {}, not {}",
-                           range.max
-                               ? fmt::format("{}..{}", config::format_duration(range.min),
-                                             config::format_duration(*range.max))
-                               : fmt::format("at least {}", config::format_duration(range.min)),
+                           range.max ? fmt::format("{}..{}", format_duration(range.min),
+                                                   format_duration(*range.max))
+                                     : fmt::format("at least {}", format_duration(range.min)),
                            quote_input(text));
     return {};
 }
@@ -200,8 +196,8 @@ void apply_engine_flags(const CLI::App& app, const Flags& flags, EngineConfig& c
             duration_flag<std::chrono::milliseconds>(flags.drain_timeout, kDrainTimeout);
     if (given("--upgrade-socket")) {
         // The file's rule (engine_section.cpp), so one path is good or bad in both.
-        if (!config::is_upgrade_socket_path(flags.upgrade_socket))
-            fail(fmt::format("--upgrade-socket must be {}, not {}", config::kUpgradeSocketPath,
+        if (!is_upgrade_socket_path(flags.upgrade_socket))
+            fail(fmt::format("--upgrade-socket must be {}, not {}", kUpgradeSocketPath,
                              quote_input(flags.upgrade_socket)));
         config.upgrade_socket = flags.upgrade_socket;
     }
@@ -412,8 +408,7 @@ EngineConfig config_from_flags(const CLI::App& app, const Flags& flags) {
             std::size_t comma = rest.find(',');
             std::string one(rest.substr(0, comma));
             rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-            std::string error;
-            if (!engine::Cidr::parse(one, error))
+            if (const std::string error = cidr_problem(one); !error.empty())
                 fail(fmt::format("--trusted-sources: {}: {}", one, error));
             route.trusted_sources.push_back(one);
         }

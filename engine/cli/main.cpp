@@ -11,8 +11,8 @@
 #include "cli/upgrade.hpp"
 #include "ops/access_log.hpp"
 #include "ops/metrics_server.hpp"
-#include "support/plural.hpp"
 #include "uringfwd/config_file.hpp"
+#include "uringfwd/messages.hpp"
 #include "uringfwd/version.hpp"
 
 #include <CLI/CLI.hpp>
@@ -31,9 +31,9 @@
 
 namespace {
 
+using uringfwd::count_of;
 using uringfwd::cli::fail;
-using uringfwd::engine::count_of;
-using uringfwd::engine::Logger;
+using Logger = uringfwd::cli::ProcessLog;
 
 // Starts the successor of a binary upgrade (with --upgrade-socket). Not SIGUSR2, which
 // reopens the access log as logrotate expects, nor SIGUSR1 (the stats line); a signal

@@ -1,9 +1,9 @@
 #include "config/engine_section.hpp"
 
 #include "config/table_reader.hpp"
-#include "config/upgrade_socket_path.hpp"
 #include "support/quote_input.hpp"
 #include "uringfwd/cpu_list.hpp"
+#include "uringfwd/operations.hpp"
 
 #include <fmt/format.h>
 
