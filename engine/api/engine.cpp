@@ -33,7 +33,12 @@ Engine::Impl::~Impl() {
 }
 
 void Engine::Impl::launch() {
-    check_copy_buffers();
+    if (const std::vector<std::string> problems = validate(config_); !problems.empty()) {
+        std::string message;
+        for (const std::string& problem : problems)
+            message += (message.empty() ? "" : "; ") + problem;
+        throw StartError(message);
+    }
     std::vector<int> cpus;
     try {
         cpus = engine::choose_shard_cpus(engine::allowed_cpus(), config_.cpus, config_.shards);
@@ -133,28 +138,6 @@ engine::ListenerSetup Engine::Impl::listener_setup(std::size_t shard, std::size_
     else if (shard > 0 && !tcp)
         setup.shared_fd = shards_[0]->listener_fd(l);
     return setup;
-}
-
-void Engine::Impl::check_copy_buffers() const {
-    if (config_.data_path == DataPath::Splice)
-        return;
-    unsigned n = config_.copy_buffers;
-    if (n == 0 || n > 32768 || (n & (n - 1)) != 0)
-        throw StartError(
-            fmt::format("copy_buffers must be a power of two between 1 and 32768, not {}", n));
-    if (config_.copy_buffer_size == 0 || config_.copy_buffer_size > (std::size_t{1} << 30))
-        throw StartError(fmt::format("copy_buffer_size must be between 1 byte and 1 GiB, "
-                                     "not {}",
-                                     config_.copy_buffer_size));
-    unsigned bulk = config_.bulk_buffers;
-    if (bulk > 16 || (bulk & (bulk - 1)) != 0)
-        throw StartError(
-            fmt::format("bulk_buffers must be 0 or a power of two between 1 and 16, not {}", bulk));
-    if (bulk != 0 &&
-        (config_.bulk_buffer_size < 4096 || config_.bulk_buffer_size > (std::size_t{16} << 20)))
-        throw StartError(fmt::format("bulk_buffer_size must be between 4096 bytes and 16 MiB, "
-                                     "not {}",
-                                     config_.bulk_buffer_size));
 }
 
 Endpoint Engine::Impl::listen_endpoint() const {

@@ -194,13 +194,6 @@ void apply_engine_flags(const CLI::App& app, const Flags& flags, EngineConfig& c
     if (given("--drain-timeout"))
         config.drain_timeout =
             duration_flag<std::chrono::milliseconds>(flags.drain_timeout, kDrainTimeout);
-    if (given("--upgrade-socket")) {
-        // The file's rule (engine_section.cpp), so one path is good or bad in both.
-        if (!is_upgrade_socket_path(flags.upgrade_socket))
-            fail(fmt::format("--upgrade-socket must be {}, not {}", kUpgradeSocketPath,
-                             quote_input(flags.upgrade_socket)));
-        config.upgrade_socket = flags.upgrade_socket;
-    }
     if (given("--log-level")) {
         const auto level = parse_log_level(flags.log_level);
         if (!level)
@@ -376,10 +369,6 @@ EngineConfig config_from_flags(const CLI::App& app, const Flags& flags) {
     if (app.count("--upstream") == 0)
         fail("--upstream is required (or --config FILE)");
     EngineConfig config;
-    config.listen = parse_endpoint("--listen", flags.listen.front());
-    config.upstream = parse_endpoint("--upstream", flags.upstreams.front());
-    config.connect_timeout =
-        duration_flag<std::chrono::milliseconds>(flags.connect_timeout, kConnectTimeout);
     // One route, as a file with one [[route]] would say it.
     RouteConfig route;
     route.name = "default";
@@ -389,7 +378,8 @@ EngineConfig config_from_flags(const CLI::App& app, const Flags& flags) {
     for (const std::string& text : flags.upstreams)
         route.pool.members.push_back(UpstreamMember{parse_endpoint("--upstream", text)});
     route.pool.balance = *parse_balance_policy(flags.balance); // checked by IsMember
-    route.pool.connect_timeout = config.connect_timeout;
+    route.pool.connect_timeout =
+        duration_flag<std::chrono::milliseconds>(flags.connect_timeout, kConnectTimeout);
     route.pool.retries = flags.retries;
     route.idle_timeout = duration_flag<std::chrono::milliseconds>(flags.idle_timeout, kIdleTimeout);
     route.max_connections = flags.max_connections;
@@ -442,6 +432,13 @@ void apply_operation_flags(const CLI::App& app, const Flags& flags, OperationsCo
         operations.access_log = flags.access_log;
     if (app.count("--access-log-format") > 0)
         operations.access_log_format = *parse_access_log_format(flags.access_log_format);
+    if (app.count("--upgrade-socket") > 0) {
+        // The file's rule (engine_section.cpp), so one path is good or bad in both.
+        if (!is_upgrade_socket_path(flags.upgrade_socket))
+            fail(fmt::format("--upgrade-socket must be {}, not {}", kUpgradeSocketPath,
+                             quote_input(flags.upgrade_socket)));
+        operations.upgrade_socket = flags.upgrade_socket;
+    }
 }
 
 } // namespace uringfwd::cli

@@ -83,8 +83,9 @@ EngineConfig config_from_flags(const CLI::App& app, const Flags& flags);
 // engine-wide flag that was given over the file's value in `config`.
 void apply_flags_over_file(const CLI::App& app, const Flags& flags, EngineConfig& config);
 
-// After parsing: --metrics, --access-log and --access-log-format, each only when given,
-// over `operations` (the file's [engine] values, or the defaults without --config).
+// After parsing: --metrics, --access-log, --access-log-format and --upgrade-socket, each
+// only when given, over `operations` (the file's [engine] values, or the defaults
+// without --config).
 void apply_operation_flags(const CLI::App& app, const Flags& flags, OperationsConfig& operations);
 
 } // namespace uringfwd::cli

@@ -131,6 +131,9 @@ void reload_file(uringfwd::Engine& engine, const CLI::App& app, const uringfwd::
     // The engine has logged the new routes and what needs a restart.
     running.routes = loaded.config->routes;
     uringfwd::cli::apply_operation_flags(app, flags, loaded.operations);
+    // The upgrade control socket is set at start only; a file that names another one is
+    // not warned about (it never was).
+    loaded.operations.upgrade_socket = operations.upgrade_socket;
     if (!(loaded.operations == operations))
         log.warn("SIGHUP: metrics and access_log keep their settings until a restart");
     log.info("SIGHUP: reloaded {}", flags.config_path);
@@ -223,9 +226,9 @@ int main(int argc, char** argv) {
     const uringfwd::cli::ActivatedSockets activated = uringfwd::cli::take_activated_sockets();
     config.inherited_listeners = activated.fds;
     std::optional<uringfwd::cli::UpgradeTakeover> takeover;
-    if (!config.upgrade_socket.empty()) {
+    if (!operations.upgrade_socket.empty()) {
         try {
-            takeover = uringfwd::cli::UpgradeTakeover::connect(config.upgrade_socket);
+            takeover = uringfwd::cli::UpgradeTakeover::connect(operations.upgrade_socket);
         } catch (const std::exception& e) {
             fail(e.what());
         }
@@ -249,12 +252,12 @@ int main(int argc, char** argv) {
     std::optional<uringfwd::cli::UpgradeListener> upgrade;
     auto listen_for_successor = [&] {
         try {
-            upgrade.emplace(config.upgrade_socket);
+            upgrade.emplace(operations.upgrade_socket);
         } catch (const std::exception& e) {
             fail(e.what());
         }
     };
-    if (!config.upgrade_socket.empty() && !takeover)
+    if (!operations.upgrade_socket.empty() && !takeover)
         listen_for_successor();
 
     std::unique_ptr<uringfwd::Engine> engine;
@@ -322,7 +325,7 @@ int main(int argc, char** argv) {
     } else {
         notify.ready(serving);
     }
-    if (!config.upgrade_socket.empty() && !upgrade)
+    if (!operations.upgrade_socket.empty() && !upgrade)
         listen_for_successor(); // after the takeover: the old process's socket until now
     pid_t successor = -1;
 

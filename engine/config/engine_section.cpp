@@ -154,7 +154,7 @@ void read_engine_section(const toml::table& table, const TopologyReader& read_to
                          fmt::format("upgrade_socket must be {}, not {}", kUpgradeSocketPath,
                                      quote_input(*v)));
         else
-            config.upgrade_socket = *v;
+            operations.upgrade_socket = *v;
     }
     if (const auto v = reader.one_of("log_level", {"error", "warn", "info", "debug"}))
         config.log_level = *parse_log_level(*v);

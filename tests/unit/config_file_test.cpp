@@ -128,8 +128,8 @@ listen = ":5432"
     EXPECT_EQ(c.bulk_coalesce, 400us);
     EXPECT_EQ(c.bulk_park, 20ms);
     EXPECT_EQ(c.drain_timeout, 2min);
-    EXPECT_EQ(c.upgrade_socket, "/run/uring-fwd/upgrade.sock");
     EXPECT_EQ(c.log_level, LogLevel::Debug);
+    EXPECT_EQ(result.operations.upgrade_socket, "/run/uring-fwd/upgrade.sock");
 
     ASSERT_EQ(c.routes.size(), 2u);
     const RouteConfig& web = c.routes[0];

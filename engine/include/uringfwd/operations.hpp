@@ -27,6 +27,11 @@ struct OperationsConfig {
     // A file to append one line per closed connection to, "-" for stderr; empty: off.
     std::string access_log;
     AccessLogFormat access_log_format = AccessLogFormat::Text;
+    // The binary's binary-upgrade control socket (--upgrade-socket, [engine]
+    // upgrade_socket; is_upgrade_socket_path()); empty: none. The engine offers what an
+    // upgrade needs (Engine::listener_fds(), release_listeners(),
+    // EngineConfig::inherited_listeners); docs/service.md.
+    std::string upgrade_socket;
 
     bool operator==(const OperationsConfig&) const = default;
 };
