@@ -33,7 +33,12 @@ Engine::Impl::~Impl() {
 }
 
 void Engine::Impl::launch() {
-    check_copy_buffers();
+    if (const std::vector<std::string> problems = validate(config_); !problems.empty()) {
+        std::string message;
+        for (const std::string& problem : problems)
+            message += (message.empty() ? "" : "; ") + problem;
+        throw StartError(message);
+    }
     std::vector<int> cpus;
     try {
         cpus = engine::choose_shard_cpus(engine::allowed_cpus(), config_.cpus, config_.shards);
@@ -135,28 +140,6 @@ engine::ListenerSetup Engine::Impl::listener_setup(std::size_t shard, std::size_
     return setup;
 }
 
-void Engine::Impl::check_copy_buffers() const {
-    if (config_.data_path == DataPath::Splice)
-        return;
-    unsigned n = config_.copy_buffers;
-    if (n == 0 || n > 32768 || (n & (n - 1)) != 0)
-        throw StartError(
-            fmt::format("copy_buffers must be a power of two between 1 and 32768, not {}", n));
-    if (config_.copy_buffer_size == 0 || config_.copy_buffer_size > (std::size_t{1} << 30))
-        throw StartError(fmt::format("copy_buffer_size must be between 1 byte and 1 GiB, "
-                                     "not {}",
-                                     config_.copy_buffer_size));
-    unsigned bulk = config_.bulk_buffers;
-    if (bulk > 16 || (bulk & (bulk - 1)) != 0)
-        throw StartError(
-            fmt::format("bulk_buffers must be 0 or a power of two between 1 and 16, not {}", bulk));
-    if (bulk != 0 &&
-        (config_.bulk_buffer_size < 4096 || config_.bulk_buffer_size > (std::size_t{16} << 20)))
-        throw StartError(fmt::format("bulk_buffer_size must be between 4096 bytes and 16 MiB, "
-                                     "not {}",
-                                     config_.bulk_buffer_size));
-}
-
 Endpoint Engine::Impl::listen_endpoint() const {
     std::lock_guard lock(plan_mu_);
     for (const PlannedListener& l : listeners_)
@@ -181,41 +164,41 @@ bool Engine::Impl::serves(const PlannedListener& l, std::string_view route) cons
     return false;
 }
 
-std::string Engine::Impl::describe() const {
-    std::map<int, int> per_node;
-    for (const auto& shard : shards_)
-        ++per_node[topology_.node_of_cpu(shard->cpu())];
-    std::string nodes;
-    for (auto [node, count] : per_node)
-        nodes += fmt::format("{}{}: {}", nodes.empty() ? "" : ", ",
-                             node < 0 ? "node ?" : fmt::format("node {}", node), count);
-    // "listening on A, forwarding to B" first: scripts and tests read that part.
-    std::string out;
+EngineInfo Engine::Impl::info() const {
+    EngineInfo out;
     {
         std::lock_guard lock(plan_mu_);
-        out = describe_routes();
+        out.routes = route_infos();
     }
-    out += fmt::format("; {} ({})", engine::count_of(shards_.size(), "shard"), nodes);
-    for (std::size_t i = 0; i < shards_.size(); ++i)
-        out += fmt::format("; shard {}: {}", i, shards_[i]->describe());
+    for (const auto& shard : shards_) {
+        ShardInfo s = shard->info();
+        s.node = topology_.node_of_cpu(shard->cpu());
+        out.shards.push_back(std::move(s));
+    }
+    out.room = room_;
     return out;
 }
 
-std::string Engine::Impl::describe_routes() const {
-    std::string out;
+std::string Engine::Impl::describe() const {
+    const EngineInfo engine_info = info();
+    std::string out = describe_serving(engine_info);
+    for (std::size_t i = 0; i < engine_info.shards.size(); ++i)
+        out += fmt::format("; shard {}: {}", i, uringfwd::describe(engine_info.shards[i]));
+    return out;
+}
+
+std::vector<RouteInfo> Engine::Impl::route_infos() const {
+    std::vector<RouteInfo> out;
     for (const engine::Route& route : routes_->routes) {
-        std::string listen;
+        RouteInfo r;
+        r.name = route.name;
+        r.balance = route.pool.balance;
         for (const PlannedListener& l : listeners_)
             if (!l.closed && serves(l, route.name))
-                listen += fmt::format("{}{}", listen.empty() ? "" : " ",
-                                      engine::to_endpoint(l.address).to_string());
-        std::string members;
+                r.listen.push_back(engine::to_endpoint(l.address));
         for (const engine::MemberRoute& m : route.members)
-            members += fmt::format("{}{}", members.empty() ? "" : " ", m.name);
-        out += fmt::format("{}listening on {}, forwarding to {}", out.empty() ? "" : "; ", listen,
-                           members);
-        if (routes_->routes.size() > 1 || route.members.size() > 1)
-            out += fmt::format(" (route {}, {})", route.name, to_string(route.pool.balance));
+            r.members.push_back(m.name);
+        out.push_back(std::move(r));
     }
     return out;
 }
@@ -368,6 +351,10 @@ Endpoint Engine::listen_endpoint() const {
 std::vector<Endpoint> Engine::listen_endpoints(std::string_view route) const {
     return impl_->listen_endpoints(route);
 }
+EngineInfo Engine::info() const {
+    return impl_->info();
+}
+
 std::string Engine::describe() const {
     return impl_->describe();
 }

@@ -40,18 +40,15 @@ public:
     engine::ListenerSetup listener_setup(std::size_t shard, std::size_t l, int cpu,
                                          std::optional<int> steering_base) const;
 
-    // The kernel takes a provided-buffer ring of a power-of-two size up to 32768
-    // entries, each buffer's length a 32-bit value; say so before any shard starts.
-    void check_copy_buffers() const;
-
     Endpoint listen_endpoint() const;
 
     std::vector<Endpoint> listen_endpoints(std::string_view route) const;
 
+    EngineInfo info() const;
     std::string describe() const;
     ConnectionRoom connection_room() const { return room_; }
-    // "listening on A, forwarding to B; ..." per route; plan_mu_ held.
-    std::string describe_routes() const;
+    // The routes as served, for info(); plan_mu_ held.
+    std::vector<RouteInfo> route_infos() const;
 
     void stop(std::optional<std::chrono::milliseconds> drain);
 

@@ -90,7 +90,7 @@ ReloadResult Engine::Impl::reconfigure(EngineConfig next) {
     names_->follow(routes_);
     result.applied = true;
     result.needs_restart = needs_restart(next);
-    log_.info("reconfigured: {}", describe_routes());
+    log_.info("reconfigured: {}", describe_routes(route_infos()));
     for (const std::string& what : result.needs_restart)
         log_.warn("reconfigure: {} changed but needs a restart; keeping the running value", what);
     return result;

@@ -1,5 +1,7 @@
 #include "uringfwd/route.hpp"
 
+#include "net/cidr.hpp"
+
 #include <utility>
 
 namespace uringfwd {
@@ -71,6 +73,13 @@ std::optional<uint8_t> parse_proxy_tlv_type(std::string_view text) {
     if (value > 255)
         return std::nullopt;
     return static_cast<uint8_t>(value);
+}
+
+std::string cidr_problem(std::string_view text) {
+    std::string error;
+    if (engine::Cidr::parse(text, error))
+        return {};
+    return error.empty() ? std::string("not a CIDR range") : error;
 }
 
 } // namespace uringfwd

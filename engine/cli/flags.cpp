@@ -1,14 +1,11 @@
 #include "cli/flags.hpp"
 
 #include "cli/process_log.hpp"
-#include "config/duration.hpp"
-#include "config/upgrade_socket_path.hpp"
-#include "net/cidr.hpp"
-#include "support/quote_input.hpp"
-
 #include "uringfwd/config_file.hpp"
 #include "uringfwd/cpu_list.hpp"
+#include "uringfwd/messages.hpp"
 #include "uringfwd/numa_topology.hpp"
+#include "uringfwd/operations.hpp"
 
 #include <fmt/format.h>
 
@@ -112,7 +109,7 @@ std::optional<std::chrono::microseconds> parse_flag_duration(const std::string& 
                                                              const DurationRange& range,
                                                              std::string* why = nullptr) {
     if (range.micros)
-        return config::parse_duration_us(text, why);
+        return parse_duration_us(text, why);
     if (auto ms = parse_duration(text, why))
         return *ms;
     return std::nullopt;
@@ -126,10 +123,9 @@ std::string duration_problem(const std::string& text, const DurationRange& range
         return fmt::format("{} {}", quote_input(text), why);
     if (*value < range.min || (range.max && *value > *range.max))
         return fmt::format("must be {}, not {}",
-                           range.max
-                               ? fmt::format("{}..{}", config::format_duration(range.min),
-                                             config::format_duration(*range.max))
-                               : fmt::format("at least {}", config::format_duration(range.min)),
+                           range.max ? fmt::format("{}..{}", format_duration(range.min),
+                                                   format_duration(*range.max))
+                                     : fmt::format("at least {}", format_duration(range.min)),
                            quote_input(text));
     return {};
 }
@@ -198,13 +194,6 @@ void apply_engine_flags(const CLI::App& app, const Flags& flags, EngineConfig& c
     if (given("--drain-timeout"))
         config.drain_timeout =
             duration_flag<std::chrono::milliseconds>(flags.drain_timeout, kDrainTimeout);
-    if (given("--upgrade-socket")) {
-        // The file's rule (engine_section.cpp), so one path is good or bad in both.
-        if (!config::is_upgrade_socket_path(flags.upgrade_socket))
-            fail(fmt::format("--upgrade-socket must be {}, not {}", config::kUpgradeSocketPath,
-                             quote_input(flags.upgrade_socket)));
-        config.upgrade_socket = flags.upgrade_socket;
-    }
     if (given("--log-level")) {
         const auto level = parse_log_level(flags.log_level);
         if (!level)
@@ -387,10 +376,6 @@ EngineConfig config_from_flags(const CLI::App& app, const Flags& flags) {
     if (app.count("--upstream") == 0)
         fail("--upstream is required (or --config FILE)");
     EngineConfig config;
-    config.listen = parse_endpoint("--listen", flags.listen.front());
-    config.upstream = parse_endpoint("--upstream", flags.upstreams.front());
-    config.connect_timeout =
-        duration_flag<std::chrono::milliseconds>(flags.connect_timeout, kConnectTimeout);
     // One route, as a file with one [[route]] would say it.
     RouteConfig route;
     route.name = "default";
@@ -400,7 +385,8 @@ EngineConfig config_from_flags(const CLI::App& app, const Flags& flags) {
     for (const std::string& text : flags.upstreams)
         route.pool.members.push_back(UpstreamMember{parse_endpoint("--upstream", text)});
     route.pool.balance = *parse_balance_policy(flags.balance); // checked by IsMember
-    route.pool.connect_timeout = config.connect_timeout;
+    route.pool.connect_timeout =
+        duration_flag<std::chrono::milliseconds>(flags.connect_timeout, kConnectTimeout);
     route.pool.retries = flags.retries;
     route.idle_timeout = duration_flag<std::chrono::milliseconds>(flags.idle_timeout, kIdleTimeout);
     route.max_connections = flags.max_connections;
@@ -419,8 +405,7 @@ EngineConfig config_from_flags(const CLI::App& app, const Flags& flags) {
             std::size_t comma = rest.find(',');
             std::string one(rest.substr(0, comma));
             rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-            std::string error;
-            if (!engine::Cidr::parse(one, error))
+            if (const std::string error = cidr_problem(one); !error.empty())
                 fail(fmt::format("--trusted-sources: {}: {}", one, error));
             route.trusted_sources.push_back(one);
         }
@@ -454,6 +439,13 @@ void apply_operation_flags(const CLI::App& app, const Flags& flags, OperationsCo
         operations.access_log = flags.access_log;
     if (app.count("--access-log-format") > 0)
         operations.access_log_format = *parse_access_log_format(flags.access_log_format);
+    if (app.count("--upgrade-socket") > 0) {
+        // The file's rule (engine_section.cpp), so one path is good or bad in both.
+        if (!is_upgrade_socket_path(flags.upgrade_socket))
+            fail(fmt::format("--upgrade-socket must be {}, not {}", kUpgradeSocketPath,
+                             quote_input(flags.upgrade_socket)));
+        operations.upgrade_socket = flags.upgrade_socket;
+    }
 }
 
 } // namespace uringfwd::cli

@@ -2,8 +2,8 @@
 // alone or over a configuration file.
 #pragma once
 
-#include "config/duration.hpp"
 #include "uringfwd/config.hpp"
+#include "uringfwd/config_file.hpp"
 #include "uringfwd/operations.hpp"
 
 #include <CLI/CLI.hpp>
@@ -20,7 +20,7 @@ namespace uringfwd::cli {
 
 // A default of EngineConfig as a duration flag writes it ("5s").
 template <typename Duration> std::string default_duration(Duration d) {
-    return config::format_duration(std::chrono::duration_cast<std::chrono::microseconds>(d));
+    return format_duration(std::chrono::duration_cast<std::chrono::microseconds>(d));
 }
 
 // The flags as parsed. Defaults come from EngineConfig so the two cannot drift apart;
@@ -83,8 +83,9 @@ EngineConfig config_from_flags(const CLI::App& app, const Flags& flags);
 // engine-wide flag that was given over the file's value in `config`.
 void apply_flags_over_file(const CLI::App& app, const Flags& flags, EngineConfig& config);
 
-// After parsing: --metrics, --access-log and --access-log-format, each only when given,
-// over `operations` (the file's [engine] values, or the defaults without --config).
+// After parsing: --metrics, --access-log, --access-log-format and --upgrade-socket, each
+// only when given, over `operations` (the file's [engine] values, or the defaults
+// without --config).
 void apply_operation_flags(const CLI::App& app, const Flags& flags, OperationsConfig& operations);
 
 } // namespace uringfwd::cli

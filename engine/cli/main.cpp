@@ -11,8 +11,8 @@
 #include "cli/upgrade.hpp"
 #include "ops/access_log.hpp"
 #include "ops/metrics_server.hpp"
-#include "support/plural.hpp"
 #include "uringfwd/config_file.hpp"
+#include "uringfwd/messages.hpp"
 #include "uringfwd/version.hpp"
 
 #include <CLI/CLI.hpp>
@@ -31,9 +31,9 @@
 
 namespace {
 
+using uringfwd::count_of;
 using uringfwd::cli::fail;
-using uringfwd::engine::count_of;
-using uringfwd::engine::Logger;
+using Logger = uringfwd::cli::ProcessLog;
 
 // Starts the successor of a binary upgrade (with --upgrade-socket). Not SIGUSR2, which
 // reopens the access log as logrotate expects, nor SIGUSR1 (the stats line); a signal
@@ -131,6 +131,9 @@ void reload_file(uringfwd::Engine& engine, const CLI::App& app, const uringfwd::
     // The engine has logged the new routes and what needs a restart.
     running.routes = loaded.config->routes;
     uringfwd::cli::apply_operation_flags(app, flags, loaded.operations);
+    // The upgrade control socket is set at start only; a file that names another one is
+    // not warned about (it never was).
+    loaded.operations.upgrade_socket = operations.upgrade_socket;
     if (!(loaded.operations == operations))
         log.warn("SIGHUP: metrics and access_log keep their settings until a restart");
     log.info("SIGHUP: reloaded {}", flags.config_path);
@@ -223,9 +226,9 @@ int main(int argc, char** argv) {
     const uringfwd::cli::ActivatedSockets activated = uringfwd::cli::take_activated_sockets();
     config.inherited_listeners = activated.fds;
     std::optional<uringfwd::cli::UpgradeTakeover> takeover;
-    if (!config.upgrade_socket.empty()) {
+    if (!operations.upgrade_socket.empty()) {
         try {
-            takeover = uringfwd::cli::UpgradeTakeover::connect(config.upgrade_socket);
+            takeover = uringfwd::cli::UpgradeTakeover::connect(operations.upgrade_socket);
         } catch (const std::exception& e) {
             fail(e.what());
         }
@@ -249,12 +252,12 @@ int main(int argc, char** argv) {
     std::optional<uringfwd::cli::UpgradeListener> upgrade;
     auto listen_for_successor = [&] {
         try {
-            upgrade.emplace(config.upgrade_socket);
+            upgrade.emplace(operations.upgrade_socket);
         } catch (const std::exception& e) {
             fail(e.what());
         }
     };
-    if (!config.upgrade_socket.empty() && !takeover)
+    if (!operations.upgrade_socket.empty() && !takeover)
         listen_for_successor();
 
     std::unique_ptr<uringfwd::Engine> engine;
@@ -287,8 +290,11 @@ int main(int argc, char** argv) {
     }
     // The room the engine worked out from the fd limit (or the file tables), which it
     // enforces: clients beyond it wait in the listen backlog.
-    const uringfwd::ConnectionRoom room = engine->connection_room();
-    const std::string description = engine->describe();
+    const uringfwd::EngineInfo info = engine->info();
+    const uringfwd::ConnectionRoom& room = info.room;
+    std::string description = uringfwd::describe_serving(info);
+    for (std::size_t i = 0; i < info.shards.size(); ++i)
+        description += fmt::format("; shard {}: {}", i, uringfwd::describe(info.shards[i]));
     if (room.direct)
         log.info("version {}; {}; fd limit {} (direct descriptors: room for {} per shard)",
                  uringfwd::version(), description, static_cast<unsigned long long>(room.fd_limit),
@@ -305,8 +311,7 @@ int main(int argc, char** argv) {
 
     // Every shard accepts now (Engine::start returns then). Under systemd an upgraded
     // process becomes the main one before the old one lets go.
-    const std::string described = engine->describe();
-    const std::string serving = "serving: " + described.substr(0, described.find("; shard 0:"));
+    const std::string serving = "serving: " + uringfwd::describe_serving(info);
     if (takeover) {
         notify.main_pid_ready(serving);
         const bool released = takeover->finish(log);
@@ -320,7 +325,7 @@ int main(int argc, char** argv) {
     } else {
         notify.ready(serving);
     }
-    if (!config.upgrade_socket.empty() && !upgrade)
+    if (!operations.upgrade_socket.empty() && !upgrade)
         listen_for_successor(); // after the takeover: the old process's socket until now
     pid_t successor = -1;
 

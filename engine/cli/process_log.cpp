@@ -2,8 +2,8 @@
 
 namespace uringfwd::cli {
 
-engine::Logger process_log() {
-    return engine::Logger(LogLevel::Debug, nullptr, "uring-fwd"); // every level enabled
+ProcessLog process_log() {
+    return ProcessLog("uring-fwd");
 }
 
 } // namespace uringfwd::cli

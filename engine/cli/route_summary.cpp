@@ -1,6 +1,6 @@
 #include "cli/route_summary.hpp"
 
-#include "support/plural.hpp"
+#include "uringfwd/messages.hpp"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 namespace uringfwd::cli {
 namespace {
 
-using engine::count_of;
+using uringfwd::count_of;
 
 std::string summarize(const RouteConfig& route) {
     std::string listen;

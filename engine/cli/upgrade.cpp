@@ -65,7 +65,7 @@ void send_text(int fd, std::string_view text, const int* fds = nullptr, std::siz
 
 // One message; fds it carries are appended to `fds` (close-on-exec). Throws on an
 // error, a timeout or the peer closing.
-std::string receive_text(int fd, std::vector<uring::UniqueFd>* fds = nullptr) {
+std::string receive_text(int fd, std::vector<ops::UniqueFd>* fds = nullptr) {
     char buffer[256];
     iovec iov{buffer, sizeof(buffer)};
     msghdr msg{};
@@ -88,7 +88,7 @@ std::string receive_text(int fd, std::vector<uring::UniqueFd>* fds = nullptr) {
         for (std::size_t i = 0; i < count; ++i) {
             int passed = -1;
             std::memcpy(&passed, CMSG_DATA(cmsg) + i * sizeof(int), sizeof(int));
-            uring::UniqueFd owned(passed);
+            ops::UniqueFd owned(passed);
             if (fds != nullptr)
                 fds->push_back(std::move(owned));
         }
@@ -131,12 +131,12 @@ std::optional<UpgradeTakeover> UpgradeTakeover::connect(const std::string& path)
 
 std::vector<int> UpgradeTakeover::fds() const {
     std::vector<int> out;
-    for (const uring::UniqueFd& fd : fds_)
+    for (const ops::UniqueFd& fd : fds_)
         out.push_back(fd.get());
     return out;
 }
 
-bool UpgradeTakeover::finish(const engine::Logger& log) {
+bool UpgradeTakeover::finish(const ProcessLog& log) {
     fds_.clear(); // the engine holds its own dups
     try {
         send_text(conn_.get(), "accepting");
@@ -169,10 +169,10 @@ UpgradeListener::~UpgradeListener() {
         ::unlink(path_.c_str());
 }
 
-bool UpgradeListener::serve_successor(Engine& engine, const engine::Logger& log) {
+bool UpgradeListener::serve_successor(Engine& engine, const ProcessLog& log) {
     if (handed_over_)
         return false;
-    uring::UniqueFd conn(::accept4(fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    ops::UniqueFd conn(::accept4(fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
     if (!conn)
         return false; // EAGAIN: nobody asked
     // The file is mode 0600; a process of another user reaching it anyway (a
@@ -214,7 +214,7 @@ bool UpgradeListener::serve_successor(Engine& engine, const engine::Logger& log)
     return true;
 }
 
-pid_t start_successor(char** argv, const engine::Logger& log) {
+pid_t start_successor(char** argv, const ProcessLog& log) {
     char buffer[4096];
     const ssize_t n = ::readlink("/proc/self/exe", buffer, sizeof(buffer) - 1);
     if (n <= 0) {

@@ -13,8 +13,8 @@
 //   old -> new  "released"
 #pragma once
 
-#include "support/logger.hpp"
-#include "uring/unique_fd.hpp"
+#include "cli/process_log.hpp"
+#include "ops/unique_fd.hpp"
 #include "uringfwd/engine.hpp"
 
 #include <sys/types.h>
@@ -40,11 +40,11 @@ public:
     // Our engine accepts on the sockets: tells the old process to let go and waits
     // (bounded) until it has. False, with the reason logged, when it did not answer;
     // both then accept on the sockets until it ends, which loses nothing.
-    bool finish(const engine::Logger& log);
+    bool finish(const ProcessLog& log);
 
 private:
-    uring::UniqueFd conn_;
-    std::vector<uring::UniqueFd> fds_;
+    ops::UniqueFd conn_;
+    std::vector<ops::UniqueFd> fds_;
     pid_t old_pid_ = -1;
 };
 
@@ -63,11 +63,11 @@ public:
     // engine's listeners are released (Engine::release_listeners()) and this socket
     // is closed; the caller then drains with Engine::stop(). False otherwise, with
     // what went wrong logged; the engine serves on.
-    bool serve_successor(Engine& engine, const engine::Logger& log);
+    bool serve_successor(Engine& engine, const ProcessLog& log);
 
 private:
     std::string path_;
-    uring::UniqueFd fd_;
+    ops::UniqueFd fd_;
     bool handed_over_ = false;
 };
 
@@ -75,6 +75,6 @@ private:
 // path (a package upgrade replaced the file; /proc/self/exe names the old one with
 // " (deleted)") with our arguments and an empty signal mask. A child of ours, so it
 // runs in the same service cgroup under systemd. Returns its pid, or -1 (logged).
-pid_t start_successor(char** argv, const engine::Logger& log);
+pid_t start_successor(char** argv, const ProcessLog& log);
 
 } // namespace uringfwd::cli

@@ -1,5 +1,5 @@
-#include "config/duration.hpp"
-
+// Durations in the configuration file and the flags: a whole number and a unit ("250ms",
+// "2s"), or 0; "us" too where microseconds matter (uringfwd/config_file.hpp).
 #include "support/quote_input.hpp"
 #include "uringfwd/config_file.hpp"
 
@@ -81,23 +81,22 @@ std::optional<std::chrono::microseconds> parse(std::string_view text, bool allow
 }
 
 } // namespace
+} // namespace config
 
 std::optional<std::chrono::microseconds> parse_duration_us(std::string_view text,
                                                            std::string* why) {
-    return parse(text, true, why);
+    return config::parse(text, true, why);
 }
 
 std::string format_duration(std::chrono::microseconds d) {
     const int64_t micros = d.count();
     if (micros == 0)
         return "0";
-    for (const Unit& u : kUnits)
+    for (const config::Unit& u : config::kUnits)
         if (micros % u.micros == 0)
             return fmt::format("{}{}", micros / u.micros, u.name);
     return fmt::format("{}us", micros); // unreachable: 1us divides everything
 }
-
-} // namespace config
 
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text, std::string* why) {
     const auto micros = config::parse(text, false, why);

@@ -1,9 +1,9 @@
 #include "config/engine_section.hpp"
 
 #include "config/table_reader.hpp"
-#include "config/upgrade_socket_path.hpp"
 #include "support/quote_input.hpp"
 #include "uringfwd/cpu_list.hpp"
+#include "uringfwd/operations.hpp"
 
 #include <fmt/format.h>
 
@@ -154,7 +154,7 @@ void read_engine_section(const toml::table& table, const TopologyReader& read_to
                          fmt::format("upgrade_socket must be {}, not {}", kUpgradeSocketPath,
                                      quote_input(*v)));
         else
-            config.upgrade_socket = *v;
+            operations.upgrade_socket = *v;
     }
     if (const auto v = reader.one_of("log_level", {"error", "warn", "info", "debug"}))
         config.log_level = *parse_log_level(*v);

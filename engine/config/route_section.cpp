@@ -1,10 +1,10 @@
 #include "config/route_section.hpp"
 
-#include "config/duration.hpp"
 #include "config/table_reader.hpp"
 #include "net/cidr.hpp"
 #include "routing/sni_router.hpp"
 #include "support/quote_input.hpp"
+#include "uringfwd/config_file.hpp"
 
 #include <fmt/format.h>
 

@@ -1,7 +1,6 @@
 #include "config/table_reader.hpp"
 
 #include "config/closest_name.hpp"
-#include "config/duration.hpp"
 #include "support/quote_input.hpp"
 #include "uringfwd/config_file.hpp"
 

@@ -1,7 +1,9 @@
 #include "ops/access_log.hpp"
 
 #include "ops/access_log_line.hpp"
-#include "support/logger.hpp"
+#include "uringfwd/log.hpp"
+
+#include <fmt/format.h>
 
 #include <fcntl.h>
 #include <sys/uio.h>
@@ -199,9 +201,10 @@ void AccessLog::reopen_file() {
     int fresh = open_log(path_);
     if (fresh < 0) {
         // The binary's format (cli/process_log.hpp), under this part's own prefix.
-        engine::Logger(LogLevel::Warn, nullptr, "access log")
-            .warn("{}: cannot reopen: {}; still writing to the file opened before", path_,
-                  std::strerror(errno));
+        write_log_line({}, LogLevel::Warn, "access log",
+                       fmt::format("{}: cannot reopen: {}; still writing to the file opened "
+                                   "before",
+                                   path_, std::strerror(errno)));
         return;
     }
     ::close(fd_);

@@ -1,9 +1,8 @@
 #include "ops/metrics_server.hpp"
 
-#include "net/socket_address.hpp"
 #include "ops/access_log.hpp"
 #include "ops/metrics_families.hpp"
-#include "uring/unique_fd.hpp"
+#include "ops/unique_fd.hpp"
 
 #include <CivetServer.h>
 #include <civetweb.h>
@@ -12,6 +11,7 @@
 #include <prometheus/exposer.h>
 
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -68,13 +68,28 @@ std::string civetweb_port(const Endpoint& address) {
 // own bind fails it says only "null context when constructing CivetServer", so the
 // reason (in use, not a local address, a privileged port) is found out here first.
 void check_can_listen(const Endpoint& address) {
-    const engine::SocketAddress at = engine::resolve(address);
-    const uring::UniqueFd fd(::socket(at.family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
+    // As the engine resolves a listen address: no host is any IPv4 address.
+    addrinfo hints{};
+    hints.ai_family = address.kind == Endpoint::Kind::Inet6 ? AF_INET6 : AF_INET;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    addrinfo* found = nullptr;
+    const std::string port = std::to_string(address.port);
+    const int rc = ::getaddrinfo(address.host.empty() ? nullptr : address.host.c_str(),
+                                 port.c_str(), &hints, &found);
+    if (rc != 0 || found == nullptr)
+        throw std::runtime_error(fmt::format("cannot resolve {}: {}", address.host,
+                                             rc != 0 ? gai_strerror(rc) : "no address"));
+    const UniqueFd fd(::socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
     const int one = 1;
-    if (!fd || ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
-        ::bind(fd.get(), at.get(), at.length) != 0)
-        throw std::runtime_error(fmt::format("cannot serve metrics on {}: {}", address.to_string(),
-                                             std::strerror(errno)));
+    const bool bound = fd &&
+                       ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) == 0 &&
+                       ::bind(fd.get(), found->ai_addr, found->ai_addrlen) == 0;
+    const int err = errno;
+    ::freeaddrinfo(found);
+    if (!bound)
+        throw std::runtime_error(
+            fmt::format("cannot serve metrics on {}: {}", address.to_string(), std::strerror(err)));
 }
 
 // Only /metrics answers: civetweb hands a handler every path under its URI and every

@@ -21,6 +21,7 @@
 #include "uring/provided_buffers.hpp"
 #include "uring/unique_fd.hpp"
 #include "uringfwd/config.hpp"
+#include "uringfwd/engine.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -126,7 +127,8 @@ public:
     // its file table holds (shard_budget.cpp).
     bool direct() const { return direct_; }
     std::size_t slot_room() const { return slot_room_; }
-    std::string describe() const { return description_; }
+    // Valid once run() reported ready; the engine fills in the node.
+    const ShardInfo& info() const { return info_; }
 
 private:
     void setup();
@@ -225,7 +227,7 @@ private:
     std::vector<std::unique_ptr<Listener>> listeners_;
     std::vector<SocketAddress> bound_; // per listener, for the engine
     std::vector<int> listener_fds_;
-    std::string description_;
+    ShardInfo info_; // what setup() got (info())
     // The socket budget (shard_budget.cpp).
     SharedLimit* fd_connections_ = nullptr; // setup_.fd_connections
     bool fds_held_ = false;                 // plain listeners hold: no fd room left

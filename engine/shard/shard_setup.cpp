@@ -80,22 +80,25 @@ void Shard::setup() {
         if (auto pipe = pool_->lease())
             pool_->give_back(std::move(*pipe));
     }
-    std::string copy_buffers = buffers_ ? fmt::format(", {} copy buffers of {} bytes",
-                                                      buffers_->count(), buffers_->buffer_size())
-                                        : std::string();
-    if (bulk_buffers_)
-        copy_buffers += fmt::format(", {} bulk buffers of {} bytes", bulk_buffers_->count(),
-                                    bulk_buffers_->buffer_size());
-    std::string busy_poll = config_.busy_poll.count() > 0
-                                ? fmt::format(", busy-poll {} us", config_.busy_poll.count())
-                                : std::string();
-    description_ = fmt::format(
-        "cpu {}, data path {}, splices {}, pipes {} bytes (at most {}){}, steering {}{}, {}{}",
-        setup_.cpu, to_string(data_path_), context_->inline_splice ? "inline" : "ring",
-        pool_->pipe_size(), pool_->max_pipes(), copy_buffers, listeners_.front()->steering(),
-        busy_poll, io_->ring().features().describe(),
-        direct_ ? fmt::format(" direct-descriptors={}", io_->ring().file_table_slots())
-                : std::string());
+    info_.cpu = setup_.cpu;
+    info_.data_path = data_path_;
+    info_.inline_splice = context_->inline_splice;
+    info_.pipe_size = pool_->pipe_size();
+    info_.max_pipes = pool_->max_pipes();
+    if (buffers_) {
+        info_.copy_buffers = buffers_->count();
+        info_.copy_buffer_size = buffers_->buffer_size();
+    }
+    if (bulk_buffers_) {
+        info_.bulk_buffers = bulk_buffers_->count();
+        info_.bulk_buffer_size = bulk_buffers_->buffer_size();
+    }
+    info_.steering = listeners_.front()->steering();
+    info_.busy_poll = config_.busy_poll;
+    info_.ring_features = io_->ring().features().describe();
+    info_.direct_descriptors = direct_;
+    if (direct_)
+        info_.direct_slots = io_->ring().file_table_slots();
     log_pool_notices();
 }
 
@@ -152,8 +155,10 @@ void Shard::setup_ring() {
 // info line (from the first shard), `on` refuses to start.
 void Shard::setup_direct_descriptors() {
     direct_ = false;
-    if (config_.direct_descriptors == DirectDescriptors::Off)
+    if (config_.direct_descriptors == DirectDescriptors::Off) {
+        info_.plain_fds_reason = "direct_descriptors = \"off\"";
         return;
+    }
     if (config_.bulk_park.count() > 0) {
         // A parked source is made blocking and given SO_RCVTIMEO with fcntl(2) and
         // setsockopt(2) (directions_park.cpp): both need an fd, and io_uring has no
@@ -164,6 +169,7 @@ void Shard::setup_direct_descriptors() {
                 fmt::format("direct_descriptors = \"on\" cannot be had with bulk_park: {}", why));
         if (setup_.index == 0)
             log_.info("direct descriptors off: {}", why);
+        info_.plain_fds_reason = why;
         return;
     }
     uring::Ring& ring = io_->ring();
@@ -196,6 +202,7 @@ void Shard::setup_direct_descriptors() {
             missing));
     if (setup_.index == 0)
         log_.info("direct descriptors unavailable ({}); using plain file descriptors", missing);
+    info_.plain_fds_reason = missing;
 }
 
 void Shard::setup_buffers() {

@@ -40,7 +40,21 @@ Logger::Logger(LogLevel level, LogSink sink, std::string prefix)
       prefix_(std::move(prefix)) {}
 
 void Logger::emit(LogLevel level, const std::string& message) const {
-    sink_(level, fmt::format("{} {} {}: {}", timestamp(), to_string(level), prefix_, message));
+    write_log_line(sink_, level, prefix_, message);
 }
 
 } // namespace uringfwd::engine
+
+namespace uringfwd {
+
+void write_log_line(const LogSink& sink, LogLevel level, std::string_view who,
+                    std::string_view message) {
+    const std::string line =
+        fmt::format("{} {} {}: {}", engine::timestamp(), to_string(level), who, message);
+    if (sink)
+        sink(level, line);
+    else
+        engine::write_to_stderr(level, line);
+}
+
+} // namespace uringfwd

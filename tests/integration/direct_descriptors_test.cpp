@@ -51,7 +51,7 @@ ProxyOptions one_shard(std::optional<DirectDescriptors> mode = DirectDescriptors
 
 // Auto chose direct descriptors: this kernel has every piece (6.8 and later).
 bool uses_direct(ProxyUnderTest& proxy) {
-    return proxy.engine().describe().find("direct-descriptors=") != std::string::npos;
+    return proxy.engine().info().shards.at(0).direct_descriptors;
 }
 
 #define SKIP_WITHOUT_DIRECT(proxy)                                                                 \
@@ -93,6 +93,8 @@ TEST(DirectDescriptors, AFullTableHoldsTheNextClientInTheBacklogUntilOneCloses) 
     ProxyUnderTest proxy{echo.endpoint(), options};
     SKIP_WITHOUT_DIRECT(proxy);
     EXPECT_EQ(proxy.engine().connection_room().connections_per_shard, 1u);
+    EXPECT_EQ(proxy.engine().info().shards.at(0).direct_slots, 3u);
+    EXPECT_EQ(proxy.engine().info().room.connections_per_shard, 1u);
     UniqueFd first = connect_to(proxy.endpoint());
     ASSERT_TRUE(echoes(first.get(), "first"));
 
@@ -191,6 +193,8 @@ TEST(DirectDescriptors, OffAndWildcardListenersUsePlainFds) {
     {
         ProxyUnderTest proxy{echo.endpoint(), one_shard(DirectDescriptors::Off)};
         EXPECT_FALSE(uses_direct(proxy));
+        EXPECT_EQ(proxy.engine().info().shards.at(0).plain_fds_reason,
+                  "direct_descriptors = \"off\"");
         UniqueFd client = connect_to(proxy.endpoint());
         ASSERT_TRUE(echoes(client.get(), "plain"));
         EXPECT_EQ(proxy.stats().direct_slots, 0u);

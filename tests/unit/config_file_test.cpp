@@ -1,6 +1,5 @@
 // The configuration file: a full file maps onto EngineConfig field by field, and every
 // kind of mistake gets its own one-line message at the line of the offending key.
-#include "config/duration.hpp"
 #include "uringfwd/config_file.hpp"
 
 #include <gmock/gmock.h>
@@ -129,8 +128,8 @@ listen = ":5432"
     EXPECT_EQ(c.bulk_coalesce, 400us);
     EXPECT_EQ(c.bulk_park, 20ms);
     EXPECT_EQ(c.drain_timeout, 2min);
-    EXPECT_EQ(c.upgrade_socket, "/run/uring-fwd/upgrade.sock");
     EXPECT_EQ(c.log_level, LogLevel::Debug);
+    EXPECT_EQ(result.operations.upgrade_socket, "/run/uring-fwd/upgrade.sock");
 
     ASSERT_EQ(c.routes.size(), 2u);
     const RouteConfig& web = c.routes[0];
@@ -779,20 +778,20 @@ TEST(Duration, RejectedWithAReason) {
 }
 
 TEST(Duration, MicrosecondsOnlyWhereAsked) {
-    EXPECT_EQ(config::parse_duration_us("50us"), 50us);
-    EXPECT_EQ(config::parse_duration_us("1ms"), 1000us);
+    EXPECT_EQ(parse_duration_us("50us"), 50us);
+    EXPECT_EQ(parse_duration_us("1ms"), 1000us);
     std::string why;
-    EXPECT_FALSE(config::parse_duration_us("5", &why).has_value());
+    EXPECT_FALSE(parse_duration_us("5", &why).has_value());
     EXPECT_EQ(why, "has no unit (use us, ms, s, m or h; only 0 goes without)");
 }
 
 TEST(Duration, FormatIsTheShortestExactForm) {
-    EXPECT_EQ(config::format_duration(0us), "0");
-    EXPECT_EQ(config::format_duration(50us), "50us");
-    EXPECT_EQ(config::format_duration(1500ms), "1500ms");
-    EXPECT_EQ(config::format_duration(90s), "90s");
-    EXPECT_EQ(config::format_duration(2min), "2m");
-    EXPECT_EQ(config::format_duration(24h), "24h");
+    EXPECT_EQ(format_duration(0us), "0");
+    EXPECT_EQ(format_duration(50us), "50us");
+    EXPECT_EQ(format_duration(1500ms), "1500ms");
+    EXPECT_EQ(format_duration(90s), "90s");
+    EXPECT_EQ(format_duration(2min), "2m");
+    EXPECT_EQ(format_duration(24h), "24h");
 }
 
 } // namespace

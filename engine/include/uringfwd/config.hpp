@@ -68,7 +68,8 @@ std::optional<DirectDescriptors> parse_direct_descriptors(std::string_view text)
 
 struct EngineConfig {
     // What the engine serves. Empty: one route named "default" from the three fields
-    // below (the binary's --listen/--upstream build the same thing).
+    // below (the binary's --listen/--upstream build the same thing). With routes, listen
+    // and upstream must be left unset (validate() refuses them: they would be ignored).
     std::vector<RouteConfig> routes;
 
     Endpoint listen;   // where clients connect
@@ -181,12 +182,14 @@ struct EngineConfig {
     // ignored (socket activation's rule).
     bool serve_every_inherited = false;
 
-    // The binary's binary-upgrade control socket (--upgrade-socket, [engine]
-    // upgrade_socket); the engine itself does not read it. docs/service.md.
-    std::string upgrade_socket;
-
     LogLevel log_level = LogLevel::Info;
     LogSink log_sink; // empty = stderr
 };
+
+// Every problem of `config` that would make Engine::start() refuse it before anything
+// is bound (settings that contradict each other, sizes the kernel cannot take), one
+// line each; empty when there is none. Engine::start() calls it. Addresses are not
+// resolved here, nor what the kernel offers probed: start() finds those out.
+std::vector<std::string> validate(const EngineConfig& config);
 
 } // namespace uringfwd

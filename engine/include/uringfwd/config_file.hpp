@@ -50,5 +50,11 @@ ConfigFileResult load_config_file(const std::string& path, const TopologyReader&
 // nullopt otherwise, with the reason (without the text itself) in `why` when given.
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text,
                                                         std::string* why = nullptr);
+// The same with "us" accepted as well (the file's busy_poll and bulk_coalesce: their
+// useful values lie below a millisecond).
+std::optional<std::chrono::microseconds> parse_duration_us(std::string_view text,
+                                                           std::string* why = nullptr);
+// The shortest text parse_duration_us() reads back as `d`: "1h", "90s", "250ms", "50us".
+std::string format_duration(std::chrono::microseconds d);
 
 } // namespace uringfwd

@@ -61,6 +61,60 @@ struct ConnectionRoom {
     std::size_t connections_per_shard = 0; // direct: what each shard's table holds
 };
 
+// One shard as it runs, for Engine::info(): what it was given and what the kernel let
+// it have (the pipe size it got, a data path it fell back from, its file table).
+struct ShardInfo {
+    int cpu = -1;  // pinned to it
+    int node = -1; // that CPU's NUMA node; -1: unknown (no topology)
+    // What it really does: the configured path, or Splice when the copy path's buffers
+    // could not be had under DataPath::Auto.
+    DataPath data_path = DataPath::Auto;
+    // The SpliceMechanism resolved: splices inline on the shard's thread, else on the ring.
+    bool inline_splice = false;
+    std::size_t pipe_size = 0; // bytes a pipe holds, as the kernel granted it
+    std::size_t max_pipes = 0; // pipes at most (after the fd room: ConnectionRoom)
+    // Copy path buffers: 0 when the shard has none (data path splice).
+    unsigned copy_buffers = 0;
+    std::size_t copy_buffer_size = 0;
+    unsigned bulk_buffers = 0; // 0: none (only data path copy has them)
+    std::size_t bulk_buffer_size = 0;
+    // How connections are spread to it: "incoming cpu + bpf", "incoming cpu",
+    // "reuseport hash", ... (its first listener's).
+    std::string steering;
+    std::chrono::microseconds busy_poll{0}; // 0: off
+    std::string ring_features;              // the io_uring features in use, one line
+    // Direct descriptors (DirectDescriptors): in use, with a file table of
+    // `direct_slots`; or not, and `plain_fds_reason` says why (the configuration,
+    // bulk_park, or what this kernel lacks).
+    bool direct_descriptors = false;
+    unsigned direct_slots = 0;
+    std::string plain_fds_reason;
+};
+
+// One route as served, for Engine::info().
+struct RouteInfo {
+    std::string name;
+    std::vector<Endpoint> listen;     // bound (port 0 resolved)
+    std::vector<std::string> members; // its pool's members, as configured
+    BalancePolicy balance = BalancePolicy::RoundRobin;
+};
+
+// What a running engine does, as a start-up log prints it (Engine::info()).
+struct EngineInfo {
+    std::vector<RouteInfo> routes; // in the configuration's order
+    std::vector<ShardInfo> shards; // shard by shard
+    ConnectionRoom room;           // the fd limit's room (Engine::connection_room())
+};
+
+// "listening on A, forwarding to B[ (route R, policy)]; ..." (the policy where there
+// are several routes or members).
+std::string describe_routes(const std::vector<RouteInfo>& routes);
+// describe_routes() and "; N shards (node 0: N, ...)": what an engine serves, the start
+// of Engine::describe().
+std::string describe_serving(const EngineInfo& info);
+// "cpu 0, data path auto, splices inline, pipes 1048576 bytes (at most 128), ...".
+std::string describe(const ShardInfo& shard);
+
 class Engine {
 public:
     // Starts the shard threads, binds listeners and returns once they accept
@@ -85,7 +139,10 @@ public:
     // Every address `route` listens on, bound (empty for an unknown route).
     std::vector<Endpoint> listen_endpoints(std::string_view route) const;
 
-    // One line describing pipe size, ring features and the like, for a startup log.
+    // What it serves and how each shard runs (valid once start() has returned).
+    EngineInfo info() const;
+    // The same as one line, for a startup log: describe_serving(info()) and then
+    // "; shard N: " describe(shard) for each shard.
     std::string describe() const;
     // The room the fd limit (or the file tables) leave for connections.
     ConnectionRoom connection_room() const;

@@ -18,4 +18,10 @@ std::optional<LogLevel> parse_log_level(std::string_view text);
 // possibly concurrently: a sink must be thread-safe. The default writes to stderr.
 using LogSink = std::function<void(LogLevel, std::string_view line)>;
 
+// One line in the engine's format, "<UTC time to the ms> <level> <who>: <message>", to
+// `sink`, or to stderr with one write(2) when it is empty (lines from several threads
+// never interleave). For a front end's own lines, so that the process prints one format.
+void write_log_line(const LogSink& sink, LogLevel level, std::string_view who,
+                    std::string_view message);
+
 } // namespace uringfwd

@@ -27,8 +27,22 @@ struct OperationsConfig {
     // A file to append one line per closed connection to, "-" for stderr; empty: off.
     std::string access_log;
     AccessLogFormat access_log_format = AccessLogFormat::Text;
+    // The binary's binary-upgrade control socket (--upgrade-socket, [engine]
+    // upgrade_socket; is_upgrade_socket_path()); empty: none. The engine offers what an
+    // upgrade needs (Engine::listener_fds(), release_listeners(),
+    // EngineConfig::inherited_listeners); docs/service.md.
+    std::string upgrade_socket;
 
     bool operator==(const OperationsConfig&) const = default;
 };
+
+// The one rule for the binary-upgrade control socket's path ([engine] upgrade_socket,
+// --upgrade-socket): absolute (the successor may start in another working directory,
+// and both must name the same file) and short enough for sockaddr_un's sun_path (108
+// bytes with its NUL). kUpgradeSocketPath says it for messages: "<key> must be <this>".
+inline constexpr std::string_view kUpgradeSocketPath = "an absolute path of at most 107 bytes";
+inline bool is_upgrade_socket_path(std::string_view path) {
+    return !path.empty() && path.front() == '/' && path.size() <= 107;
+}
 
 } // namespace uringfwd

@@ -43,6 +43,11 @@ std::optional<ProxyVersion> parse_proxy_version(std::string_view text);
 // "ssl" (0x20), "netns" (0x30), or a number 0..255 ("0xE0" for a custom one).
 std::optional<uint8_t> parse_proxy_tlv_type(std::string_view text);
 
+// Why `text` is not a CIDR range as RouteConfig::trusted_sources takes them
+// ("10.0.0.0/8", "::1/128", a bare address for one host; no bits set past the prefix),
+// or "" when it is one.
+std::string cidr_problem(std::string_view text);
+
 struct UpstreamMember {
     Endpoint address;    // a host name is resolved at start (and every resolve_interval)
     unsigned weight = 1; // 1..1000
