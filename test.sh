@@ -1,14 +1,30 @@
 #!/usr/bin/env bash
 # Sets up and runs the whole test suite; the last line is "N passed, M failed".
 #   1. optimized build (debugoptimized): unit, integration (once per data path: auto,
-#      splice, copy), hardening and interop (outside tools: promtool) suites
-#   2. liburingfwd installed from step 1's build and used by a small program, through
+#      splice, copy), hardening, scale and interop (outside tools: promtool) suites
+#   2. the release build (./run.sh's flags, -O3) with the tests, compiled, not run
+#   3. liburingfwd installed from step 1's build and used by a small program, through
 #      pkg-config (shared and static) and as a meson subproject (scripts/check-install.sh)
-#   3. the Debian packages built (dpkg-buildpackage), their contents checked, extracted
+#   4. the Debian packages built (dpkg-buildpackage), their contents checked, extracted
 #      into a scratch root and run, and lintian-clean of errors (scripts/check-package.sh)
-#   4. unit + integration (auto and copy) under AddressSanitizer + UndefinedBehaviorSanitizer
-#   5. unit + integration (auto) under ThreadSanitizer (shards run on threads)
-#   6. a short libFuzzer run of every parser of outside input
+#   5. unit + integration (auto and copy) under AddressSanitizer + UndefinedBehaviorSanitizer
+#   6. integration (auto) under ThreadSanitizer (shards run on threads)
+#   7. a short libFuzzer run of every parser of outside input (each target must report)
+#
+# Which step compiles which build a user or packager may make (-Dbuildtype x -Dtests):
+#   buildtype       with tests                          without tests
+#   release         2 (every target, -Werror)           2 (*)
+#   debugoptimized  1 (every target, -Werror, run)      1 (*)
+#   plain           5, 6 (**)                           4 (dpkg's flags), 3 (subproject)
+#   debug           5, 6 (the targets they run)         5, 6 (*)
+# (*) -Dtests=false builds the same targets minus tests/ with the same flags (the option
+#     only adds subdir('tests')), so the build with tests compiles all of it.
+# (**) plain adds no flag of meson's own: -O0 without NDEBUG, as debug is but for -g,
+#     which no warning depends on; 5 and 6 compile the engine, the binary and the unit
+#     and integration tests that way (with the sanitizers); the hardening and interop
+#     tests are compiled at -O2 (1) and -O3 (2) only.
+# Steps 3 and 4 build without -Werror on purpose (an embedder's or a distribution's
+# compiler must not fail on a new warning); step 4 prints the warnings it sees.
 # URING_FWD_QUICK=1 runs only step 1 (for a fast local loop).
 set -uo pipefail
 cd "$(dirname "$0")"
@@ -38,11 +54,13 @@ run_suites() {
 
 run_suites build ""
 if [[ "${URING_FWD_QUICK:-0}" != 1 ]]; then
-  # The build ./run.sh makes (release, -O3): GCC finds other warnings at -O3 than at
-  # -O2 (a -Wrestrict false positive broke it once, GCC bug 105329), and the README
-  # promises that command works.
+  # The build ./run.sh makes (release, -O3), with the tests: GCC finds other warnings at
+  # -O3 than at -O2 (a -Wrestrict false positive broke it once, GCC bug 105329), and the
+  # README promises `meson setup build --buildtype=release && ninja -C build` works, tests
+  # on. Compiled only: step 1 runs the suites. A directory of its own, as ./run.sh's
+  # build-release is configured without the tests.
   step "build-release"
-  if scripts/build.sh build-release -Dtests=false -Dbuildtype=release; then
+  if scripts/build.sh build-release-tests -Dbuildtype=release; then
     results+=("build-release:ok")
   else
     results+=("build-release:fail")
@@ -57,16 +75,17 @@ if [[ "${URING_FWD_QUICK:-0}" != 1 ]]; then
   # runtime resolve at load time as it expects. ASan+UBSan covers the unit and
   # integration suites on auto (which switches paths) and on copy (which owns user-space
   # buffers); TSan, which looks for races between threads (shards, the hand-over, the
-  # access log's writer), runs them on auto only: the copy path adds no thread of its
-  # own. Splice alone adds nothing auto does not run, and the hardening suite
-  # (namespaces, faults, load) runs in the release build only. Each compiles only the
-  # targets its suites run. All to keep CI well under 30 minutes on 2 cores.
-  sanitizer_targets="tests/unit_tests tests/integration_tests engine/uring-fwd tests/without_io_uring"
+  # access log's writer), runs integration on auto only: the copy path adds no thread of
+  # its own, and the unit tests start no thread (nothing for TSan to find). Splice alone
+  # adds nothing auto does not run, and the hardening suite (namespaces, faults, load)
+  # runs in the optimized build only. Each compiles only the targets its suites run. All
+  # to keep CI well under 30 minutes on 2 cores.
+  run_targets="tests/integration_tests engine/uring-fwd tests/without_io_uring"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-    targets=$sanitizer_targets \
+    targets="tests/unit_tests $run_targets" \
     run_suites build-asan "unit integration integration-copy" -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
-  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 targets=$sanitizer_targets \
-    run_suites build-tsan "unit integration" -Db_sanitize=thread -Db_lundef=false -Dbuildtype=debug
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 targets=$run_targets \
+    run_suites build-tsan "integration" -Db_sanitize=thread -Db_lundef=false -Dbuildtype=debug
   step "fuzz"
   while read -r line; do
     echo "$line"
