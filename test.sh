@@ -47,6 +47,9 @@ run_suites() {
     tail -50 "$dir.build.log"; results+=("$dir-build:fail"); return
   fi
   step "$dir: test"
+  # An earlier run's log must never be counted: summary.py counts a missing one as a
+  # failure.
+  rm -f "$dir/meson-logs/testlog.junit.xml"
   # shellcheck disable=SC2086 # suites is a list of test names
   meson test -C "$dir" --no-rebuild --print-errorlogs --num-processes 1 $suites
   results+=("$dir/meson-logs/testlog.junit.xml:$?")
@@ -86,16 +89,32 @@ if [[ "${URING_FWD_QUICK:-0}" != 1 ]]; then
     run_suites build-asan "unit integration integration-copy" -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 targets=$run_targets \
     run_suites build-tsan "integration" -Db_sanitize=thread -Db_lundef=false -Dbuildtype=debug
+  # Every target run.sh lists must report ok: a crash, a failed build, a target with no
+  # verdict line and run.sh's own non-zero exit (with no target to blame) each count as
+  # a failure, so the step cannot vanish from the count.
   step "fuzz"
-  while read -r line; do
-    echo "$line"
-    case "$line" in
-      # Only run.sh's own verdict lines count (a failed build's compiler output follows
-      # its "BUILD FAILED" line and must not count as results of its own).
-      *": ok, "*) results+=("fuzz-${line%%:*}:ok") ;;
-      *": BUILD FAILED"* | *": CRASH"*) results+=("fuzz-${line%%:*}:fail") ;;
-    esac
-  done < <(tests/fuzz/run.sh "${URING_FWD_FUZZ_SECONDS:-30}" 2>&1)
+  tests/fuzz/run.sh "${URING_FWD_FUZZ_SECONDS:-30}" >build-fuzz-verdicts.log 2>build-fuzz.log
+  fuzz_status=$?
+  cat build-fuzz.log build-fuzz-verdicts.log
+  mapfile -t fuzz_targets < <(tests/fuzz/run.sh --list)
+  if ((${#fuzz_targets[@]} == 0)); then
+    echo "fuzz: run.sh --list named no target"
+    results+=("fuzz-list:fail")
+  fi
+  fuzz_failed=0
+  for target in "${fuzz_targets[@]}"; do
+    if grep -q "^$target: ok, " build-fuzz-verdicts.log; then
+      results+=("fuzz-$target:ok")
+    else
+      grep -q "^$target: " build-fuzz-verdicts.log || echo "fuzz: $target did not report"
+      results+=("fuzz-$target:fail")
+      fuzz_failed=1
+    fi
+  done
+  if ((fuzz_status != 0 && fuzz_failed == 0)); then
+    echo "fuzz: run.sh exited $fuzz_status"
+    results+=("fuzz-run.sh:fail")
+  fi
 fi
 
 step "done"
