@@ -4,6 +4,7 @@
 // units, help text present, ...); any complaint fails the test.
 #include "tests/support/binary_process.hpp"
 #include "tests/support/echo_server.hpp"
+#include "tests/support/eventually.hpp"
 #include "tests/support/exchange.hpp"
 #include "tests/support/metrics_scrape.hpp"
 #include "tests/support/sockets.hpp"
@@ -90,8 +91,7 @@ TEST(Promtool, CheckMetricsPassesOnLiveScrapesDuringTraffic) {
     const std::string file =
         ::testing::TempDir() + "uring-fwd-scrape-" + std::to_string(::getpid()) + ".prom";
     for (int scrape = 0; scrape < 3; ++scrape) {
-        while (transfers.load() < 3 * (scrape + 1) && !traffic_deadline.expired())
-            std::this_thread::sleep_for(5ms);
+        eventually([&] { return transfers.load() >= 3 * (scrape + 1); }, traffic_deadline, 5ms);
         const std::string body = scrape_metrics(*port, Deadline{5s});
         std::ofstream(file, std::ios::trunc) << body;
         const CommandResult r = run(promtool + " check metrics < " + file);
