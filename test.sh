@@ -3,15 +3,30 @@
 #   1. optimized build (debugoptimized): unit, integration (once per data path: auto,
 #      splice, copy, ring splices, plain fds), hardening, scale and interop (outside
 #      tools: promtool) suites, and the docs' checks
-#   2. the release build (-O3, what ./run.sh makes), compiled only
+#   2. the release build (./run.sh's flags, -O3) with the tests, compiled, not run
 #   3. liburingfwd installed from step 1's build and used by a small program, through
 #      pkg-config (shared and static) and as a meson subproject (scripts/check-install.sh)
 #   4. the Debian packages built (dpkg-buildpackage), their contents checked, extracted
 #      into a scratch root and run, and lintian-clean of errors (scripts/check-package.sh)
 #   5. unit + integration (auto and copy) under AddressSanitizer + UndefinedBehaviorSanitizer
-#   6. unit + integration (auto) under ThreadSanitizer (shards run on threads)
-#   7. a short libFuzzer run of every parser of outside input, one target per core
-# Steps 2 and 4 run in the background while step 1's suites run.
+#   6. integration (auto) under ThreadSanitizer (shards run on threads)
+#   7. a short libFuzzer run of every parser of outside input (each target must report)
+# Steps 2 and 4 run in the background, niced, while step 1's suites run.
+#
+# Which step compiles which build a user or packager may make (-Dbuildtype x -Dtests):
+#   buildtype       with tests                          without tests
+#   release         2 (every target, -Werror)           2 (*)
+#   debugoptimized  1 (every target, -Werror, run)      1 (*)
+#   plain           5, 6 (**)                           4 (dpkg's flags), 3 (subproject)
+#   debug           5, 6 (the targets they run)         5, 6 (*)
+# (*) -Dtests=false builds the same targets minus tests/ with the same flags (the option
+#     only adds subdir('tests')), so the build with tests compiles all of it.
+# (**) plain adds no flag of meson's own: -O0 without NDEBUG, as debug is but for -g,
+#     which no warning depends on; 5 and 6 compile the engine, the binary and the unit
+#     and integration tests that way (with the sanitizers); the hardening and interop
+#     tests are compiled at -O2 (1) and -O3 (2) only.
+# Steps 3 and 4 build without -Werror on purpose (an embedder's or a distribution's
+# compiler must not fail on a new warning); step 4 prints the warnings it sees.
 # URING_FWD_QUICK=1 runs only step 1 (for a fast local loop).
 set -uo pipefail
 cd "$(dirname "$0")" || exit 1
@@ -34,6 +49,9 @@ run_suites() {
     tail -50 "$dir.build.log"; results+=("$dir-build:fail"); return
   fi
   step "$dir: test"
+  # An earlier run's log must never be counted: summary.py counts a missing one as a
+  # failure.
+  rm -f "$dir/meson-logs/testlog.junit.xml"
   # shellcheck disable=SC2086 # suites is a list of test names
   meson test -C "$dir" --no-rebuild --print-errorlogs --num-processes 1 $suites
   results+=("$dir/meson-logs/testlog.junit.xml:$?")
@@ -44,11 +62,13 @@ run_suites() {
 # sockets and timers for much of their time): CI gets the cores' idle time, and the
 # tests keep theirs. Their output is printed, in order, once they are done.
 background_builds() {
-  # The build ./run.sh makes (release, -O3): GCC finds other warnings at -O3 than at
-  # -O2 (a -Wrestrict false positive broke it once, GCC bug 105329), and the README
-  # promises that command works.
+  # The build ./run.sh makes (release, -O3), with the tests: GCC finds other warnings at
+  # -O3 than at -O2 (a -Wrestrict false positive broke it once, GCC bug 105329), and the
+  # README promises `meson setup build --buildtype=release && ninja -C build` works, tests
+  # on. Compiled only: step 1 runs the suites. A directory of its own, as ./run.sh's
+  # build-release is configured without the tests.
   step "build-release"
-  if nice -n 19 scripts/build.sh build-release -Dtests=false -Dbuildtype=release; then
+  if nice -n 19 scripts/build.sh build-release-tests -Dbuildtype=release; then
     echo "result build-release:ok"
   else
     echo "result build-release:fail"
@@ -81,26 +101,43 @@ if [[ $quick != 1 ]]; then
   # runtime resolve at load time as it expects. ASan+UBSan covers the unit and
   # integration suites on auto (which switches paths) and on copy (which owns user-space
   # buffers); TSan, which looks for races between threads (shards, the hand-over, the
-  # access log's writer), runs them on auto only: the copy path adds no thread of its
-  # own. Splice alone adds nothing auto does not run, and the hardening suite
-  # (namespaces, faults, load) runs in the release build only. Each compiles only the
-  # targets its suites run. All to keep CI well under 30 minutes on 2 cores.
-  sanitizer_targets="tests/unit_tests tests/integration_tests engine/uring-fwd tests/without_io_uring"
+  # access log's writer), runs integration on auto only: the copy path adds no thread of
+  # its own, and the unit tests start no thread (nothing for TSan to find). Splice alone
+  # adds nothing auto does not run, and the hardening suite (namespaces, faults, load)
+  # runs in the optimized build only. Each compiles only the targets its suites run. All
+  # to keep CI well under 30 minutes on 2 cores.
+  run_targets="tests/integration_tests engine/uring-fwd tests/without_io_uring"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-    targets=$sanitizer_targets \
+    targets="tests/unit_tests $run_targets" \
     run_suites build-asan "unit integration integration-copy" -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
-  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 targets=$sanitizer_targets \
-    run_suites build-tsan "unit integration" -Db_sanitize=thread -Db_lundef=false -Dbuildtype=debug
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 targets=$run_targets \
+    run_suites build-tsan "integration" -Db_sanitize=thread -Db_lundef=false -Dbuildtype=debug
+  # Every target run.sh lists must report ok: a crash, a failed build, a target with no
+  # verdict line and run.sh's own non-zero exit (with no target to blame) each count as
+  # a failure, so the step cannot vanish from the count.
   step "fuzz"
-  while read -r line; do
-    echo "$line"
-    case "$line" in
-      # Only run.sh's own verdict lines count (a failed build's compiler output follows
-      # its "BUILD FAILED" line and must not count as results of its own).
-      *": ok, "*) results+=("fuzz-${line%%:*}:ok") ;;
-      *": BUILD FAILED"* | *": CRASH"*) results+=("fuzz-${line%%:*}:fail") ;;
-    esac
-  done < <(tests/fuzz/run.sh "${URING_FWD_FUZZ_SECONDS:-20}" 2>&1)
+  tests/fuzz/run.sh "${URING_FWD_FUZZ_SECONDS:-20}" >build-fuzz-verdicts.log 2>build-fuzz.log
+  fuzz_status=$?
+  cat build-fuzz.log build-fuzz-verdicts.log
+  mapfile -t fuzz_targets < <(tests/fuzz/run.sh --list)
+  if ((${#fuzz_targets[@]} == 0)); then
+    echo "fuzz: run.sh --list named no target"
+    results+=("fuzz-list:fail")
+  fi
+  fuzz_failed=0
+  for target in "${fuzz_targets[@]}"; do
+    if grep -q "^$target: ok, " build-fuzz-verdicts.log; then
+      results+=("fuzz-$target:ok")
+    else
+      grep -q "^$target: " build-fuzz-verdicts.log || echo "fuzz: $target did not report"
+      results+=("fuzz-$target:fail")
+      fuzz_failed=1
+    fi
+  done
+  if ((fuzz_status != 0 && fuzz_failed == 0)); then
+    echo "fuzz: run.sh exited $fuzz_status"
+    results+=("fuzz-run.sh:fail")
+  fi
 fi
 
 step "done"

@@ -6,7 +6,10 @@ usage: summary.py STEP...
   STEP = path/to/testlog.junit.xml:STATUS  meson's JUnit log (GoogleTest cases are
                                            counted one by one) and meson's exit status;
                                            a non-zero status with no failed case (a
-                                           crash, a timeout) counts as one failure
+                                           crash, a timeout) counts as one failure, and
+                                           so does a log that is missing, unreadable or
+                                           holds no case (test.sh deletes it before each
+                                           run, so an earlier run's is never counted)
        | NAME:ok | NAME:fail                a step that is one test on its own
 """
 import sys
@@ -24,7 +27,11 @@ def count_junit(path: str, status: int) -> tuple[int, int, int]:
             else:
                 passed += 1
     except (OSError, ET.ParseError) as e:
-        print(f"cannot read {path}: {e}", file=sys.stderr)
+        print(f"cannot read {path}: {e}: counted as 1 failure", file=sys.stderr)
+        return 0, 1, 0
+    if passed + failed + skipped == 0:
+        print(f"{path}: no test case in it: counted as 1 failure", file=sys.stderr)
+        return 0, 1, 0
     if status != 0 and failed == 0:
         print(f"{path}: meson exited {status} without a failed case: counted as 1 failure",
               file=sys.stderr)

@@ -1,14 +1,29 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets with clang and runs each for SECONDS (default 30).
+# Builds the libFuzzer targets with clang and runs each for SECONDS (default 30), as many
+# at once as there are CPUs (URING_FWD_FUZZ_JOBS=N sets it): each target still gets its
+# SECONDS of one CPU, and on 2 cores the step takes half as long. Prints one verdict line
+# per target, in the order of --list: "NAME: ok, ...", "NAME: BUILD FAILED" or
+# "NAME: CRASH, ..." (a target that ended without a verdict gets a CRASH line).
 # Everything is written to a scratch directory, so the seed corpora in the repository are
-# never modified; copy interesting new inputs back by hand. Exits non-zero on any crash.
+# never modified; copy interesting new inputs back by hand. Exits non-zero unless every
+# target is ok.
+#   run.sh --list   the targets, one a line (test.sh expects a verdict from each)
 set -euo pipefail
+
+# The targets (config first: it takes longest to build); each has tests/fuzz/NAME_fuzz.cpp, a seed corpus in tests/fuzz/corpus/NAME
+# and an entry in sources below.
+targets=(config endpoint cpu_list proxy_header client_hello)
+if [ "${1:-}" = "--list" ]; then
+    printf '%s\n' "${targets[@]}"
+    exit 0
+fi
 
 seconds="${1:-30}"
 if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [ "$seconds" -eq 0 ]; then
-    echo "usage: $0 [SECONDS]  (whole seconds per target, default 30)" >&2
+    echo "usage: $0 [SECONDS]  (whole seconds per target, default 30) | $0 --list" >&2
     exit 2
 fi
+jobs="${URING_FWD_FUZZ_JOBS:-$(nproc)}"
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$repo"
@@ -51,16 +66,13 @@ declare -A target_flags=(
     [config]="-include tests/fuzz/toml_assert.hpp"
 )
 
-targets=(endpoint cpu_list config proxy_header client_hello)
-
-# Builds and runs one target; its verdict line goes to $work/TARGET.out, details to
-# $work/TARGET.err (printed in target order once all have run), a crash leaves
-# $work/keep so the scratch directory is kept for the input.
+# Builds and runs one target; its verdict goes to stdout, its logs to stderr (both to
+# files of its own, printed in order once every target is done).
 fuzz_one() {
     local target=$1
-    local bin="$work/${target}_fuzz" corpus="$work/corpus/$target"
-    local artifacts="$work/artifacts/$target/" log="$work/$target.log"
-    local out="$work/$target.out" err="$work/$target.err"
+    local bin="$work/${target}_fuzz"
+    local corpus="$work/corpus/$target"
+    local artifacts="$work/artifacts/$target/"
     mkdir -p "$corpus" "$artifacts"
     cp tests/fuzz/corpus/"$target"/* "$corpus"/
 
@@ -70,8 +82,8 @@ fuzz_one() {
     if ! clang++ "${cxxflags[@]}" "${extra_flags[@]}" "tests/fuzz/${target}_fuzz.cpp" \
         "${target_sources[@]}" \
         "${fmt_flags[@]}" -o "$bin" 2>"$work/$target.build.log"; then
-        echo "$target: BUILD FAILED (see below)" >"$out"
-        cp "$work/$target.build.log" "$err"
+        echo "$target: BUILD FAILED (see below)"
+        cat "$work/$target.build.log" >&2
         return 1
     fi
 
@@ -79,37 +91,38 @@ fuzz_one() {
     local dict=()
     if [ -f "tests/fuzz/$target.dict" ]; then dict=(-dict="tests/fuzz/$target.dict"); fi
 
+    local log="$work/$target.log"
     if "$bin" -max_total_time="$seconds" -artifact_prefix="$artifacts" "${dict[@]}" "$corpus" \
         >"$log" 2>&1; then
         local runs
         runs="$(grep -o 'Done [0-9]* runs' "$log" | grep -o '[0-9]*' || echo '?')"
-        echo "$target: ok, $runs runs in ${seconds}s, corpus $(find "$corpus" -type f | wc -l) inputs" >"$out"
+        echo "$target: ok, $runs runs in ${seconds}s, corpus $(find "$corpus" -type f | wc -l) inputs"
     else
         local crash
         crash="$(find "$artifacts" -type f | head -n 1)"
-        echo "$target: CRASH, input ${crash:-<none saved>}, log $log" >"$out"
-        tail -n 40 "$log" >"$err"
-        touch "$work/keep"
+        echo "$target: CRASH, input ${crash:-<none saved>}, log $log"
+        tail -n 40 "$log" >&2
         return 1
     fi
 }
 
-# One target per core at a time: each build and each fuzzer is single-threaded, so on
-# CI's two cores this halves the step's time.
-jobs="${URING_FWD_FUZZ_JOBS:-$(nproc)}"
-running=0
 for target in "${targets[@]}"; do
-    if [ "$running" -ge "$jobs" ]; then wait -n || true; running=$((running - 1)); fi
-    fuzz_one "$target" &
-    running=$((running + 1))
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+    fuzz_one "$target" >"$work/$target.verdict" 2>"$work/$target.stderr" &
 done
 wait
 
 status=0
 for target in "${targets[@]}"; do
-    if [ -f "$work/$target.out" ]; then cat "$work/$target.out"; else echo "$target: NO RESULT"; fi
-    if [ -f "$work/$target.err" ]; then cat "$work/$target.err" >&2; fi
-    grep -q ": ok, " "$work/$target.out" 2>/dev/null || status=1
+    verdict="$(cat "$work/$target.verdict" 2>/dev/null || true)"
+    if [ -z "$verdict" ]; then
+        verdict="$target: CRASH, no verdict (the run ended without one), logs in $work"
+    fi
+    echo "$verdict"
+    cat "$work/$target.stderr" >&2 2>/dev/null || true
+    case "$verdict" in
+        *": ok, "*) ;;
+        *) status=1; keep_work=1 ;;
+    esac
 done
-if [ -f "$work/keep" ]; then keep_work=1; fi
 exit "$status"

@@ -2,7 +2,7 @@
 // same pipe, and a third of them die (RST) while that pipe still holds their bytes. The
 // engine must close such a dirty pipe rather than reuse it: every connection that
 // completes receives exactly its own stream back, checked word by word. The same with
-// the copy path's buffers, two per shard.
+// the copy path's buffers, two per shard, and with both on the auto path.
 #include "tests/hardening/stamped_stream.hpp"
 #include "tests/support/echo_server.hpp"
 #include "tests/support/proxy_under_test.hpp"
@@ -157,6 +157,24 @@ TEST(Isolation, TwoCopyBuffersSharedByManyConnectionsSomeAborted) {
     EXPECT_EQ(r.stats.splices, 0u);
     EXPECT_GT(r.stats.buffer_waits, 0u) << "no receive ever found the buffers taken: the test "
                                            "did not exercise what it claims to";
+}
+
+// The default path, auto, holds both: a direction starts on the copy path's buffers and
+// moves to the pipe when it turns bulk, so here both are scarce (one pipe, two buffers
+// per shard) and both are shared by connections that die holding them.
+TEST(Isolation, AutoPathSharesOnePipeAndTwoCopyBuffersSomeAborted) {
+    EchoServer upstream;
+    ProxyOptions options;
+    options.data_path = DataPath::Auto;
+    options.max_pipes = 1;
+    options.copy_buffers = 2;
+    ProxyUnderTest proxy{upstream.endpoint(), options};
+
+    const LanesResult r = run_lanes(proxy);
+    EXPECT_GT(r.stats.switches_to_splice, 0u) << "no direction moved to the pipe";
+    EXPECT_GT(r.stats.copy_receives, 0u) << "no direction copied";
+    EXPECT_GT(r.stats.pipes_closed_dirty, 0u) << "no pipe was ever closed dirty";
+    EXPECT_GT(r.stats.buffer_waits, 0u) << "no receive ever found the buffers taken";
 }
 
 } // namespace

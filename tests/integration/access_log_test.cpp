@@ -4,6 +4,7 @@
 // dropped.
 #include "tests/support/binary_process.hpp"
 #include "tests/support/echo_server.hpp"
+#include "tests/support/eventually.hpp"
 #include "tests/support/exchange.hpp"
 #include "tests/support/flat_json.hpp"
 #include "tests/support/metrics_scrape.hpp"
@@ -213,6 +214,57 @@ TEST(AccessLog, Sigusr2ReopensAfterRenameLosingNothing) {
                                }),
                   after.end())
             << "the connection with " << 200 + i << " bytes";
+}
+
+// The promise behind a rotation: lines a shard has handed to the writer but the writer
+// has not written yet (it writes every 50 ms) when logrotate renames the file go to the
+// renamed file, flushed there before the path is opened again, not to the new file.
+// Each round renames right after its burst's last connection closed in the engine (its
+// line is in the writer's ring once the closed count has it), so some of a round's lines
+// are still buffered at the rename; the test says how many rounds caught lines so.
+TEST(AccessLog, LinesBufferedAtTheRenameGoToTheRenamedFile) {
+    EchoServer echo;
+    LogPath log;
+    RunningBinary fwd =
+        start_binary("127.0.0.1:0", echo.endpoint(),
+                     {"--shards", "1", "--access-log", log.path(), "--metrics", "127.0.0.1:0"});
+    const auto port = metrics_port(*fwd.process, Deadline{5s});
+    ASSERT_TRUE(port.has_value()) << fwd.process->stderr_text();
+
+    constexpr int kRounds = 5;
+    constexpr int kBurst = 20;
+    int rounds_with_buffered_lines = 0;
+    for (int round = 0; round < kRounds; ++round) {
+        for (int i = 0; i < kBurst; ++i)
+            echo_through(fwd.endpoint, 100, 30 + i, nullptr);
+        const double closed = (round + 1) * kBurst;
+        ASSERT_TRUE(eventually(
+            [&] {
+                return sum_of(parse_samples(scrape_metrics(*port, Deadline{5s})),
+                              "uringfwd_route_connections_closed_total") == closed;
+            },
+            Deadline{5s}, 1ms));
+        const std::size_t on_disk = lines_of(log.path()).size();
+        const std::string rotated = fmt::format("{}.round{}", log.path(), round);
+        ASSERT_EQ(::rename(log.path().c_str(), rotated.c_str()), 0);
+        fwd.process->signal(SIGUSR2);
+        // The path exists again once the writer has flushed to the renamed file and
+        // reopened.
+        ASSERT_TRUE(
+            eventually([&] { return ::access(log.path().c_str(), F_OK) == 0; }, Deadline{5s}, 1ms))
+            << "no new file after SIGUSR2";
+        if (on_disk < static_cast<std::size_t>(kBurst))
+            ++rounds_with_buffered_lines;
+        EXPECT_EQ(lines_of(rotated).size(), static_cast<std::size_t>(kBurst))
+            << "round " << round << ": " << on_disk << " lines were on disk at the rename";
+        EXPECT_EQ(lines_of(log.path()).size(), 0u) << "round " << round;
+        ::unlink(rotated.c_str());
+    }
+    stop(*fwd.process);
+    std::printf("[ access   ] %d of %d rounds had lines buffered at the rename\n",
+                rounds_with_buffered_lines, kRounds);
+    EXPECT_GT(rounds_with_buffered_lines, 0)
+        << "every line was on disk before each rename: the test did not exercise the promise";
 }
 
 TEST(AccessLog, ChurnBurstLogsOrCountsEveryConnection) {

@@ -47,11 +47,7 @@ void expect_duplex(Family upstream_family, std::optional<Endpoint> listen) {
     client_plan.send_bytes = kSize;
     client_plan.send_seed = 102;
     const ExchangeResult mine = exchange(client, client_plan, Deadline{30s});
-    EXPECT_TRUE(SentAll(mine, kSize));
-    EXPECT_TRUE(ReceivedPayload(mine, 101, kSize));
-    const auto theirs = peer.wait_result(Deadline{10s});
-    ASSERT_TRUE(theirs.has_value());
-    EXPECT_TRUE(ReceivedPayload(*theirs, 102, kSize));
+    EXPECT_TRUE(BothWaysIntact(mine, client_plan, peer, upstream_plan));
 }
 
 TEST(AddressFamily, TcpToUnix) {

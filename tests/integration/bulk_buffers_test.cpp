@@ -62,11 +62,7 @@ TEST(BulkBuffers, DuplexStreamsArriveIntactThroughBulkBuffersAndBundles) {
     mine_plan.send_bytes = 24 * kMiB;
     mine_plan.send_seed = 12;
     const ExchangeResult mine = exchange(client, mine_plan, Deadline{30s});
-    EXPECT_TRUE(SentAll(mine, 24 * kMiB));
-    EXPECT_TRUE(ReceivedPayload(mine, 11, 24 * kMiB));
-    const auto theirs = peer.wait_result(Deadline{10s});
-    ASSERT_TRUE(theirs.has_value());
-    EXPECT_TRUE(ReceivedPayload(*theirs, 12, 24 * kMiB));
+    EXPECT_TRUE(BothWaysIntact(mine, mine_plan, peer, upstream));
 
     EngineStats s = proxy.stats();
     EXPECT_GT(s.bulk_receives, 0u) << s.to_line();
@@ -93,11 +89,7 @@ TEST(BulkBuffers, HalfCloseEachWayAfterBulk) {
     request.send_bytes = 8 * kMiB;
     request.send_seed = 22;
     const ExchangeResult mine = exchange(client, request, Deadline{30s});
-    EXPECT_TRUE(SentAll(mine, 8 * kMiB));
-    EXPECT_TRUE(ReceivedPayload(mine, 21, 8 * kMiB));
-    const auto theirs = peer.wait_result(Deadline{10s});
-    ASSERT_TRUE(theirs.has_value());
-    EXPECT_TRUE(ReceivedPayload(*theirs, 22, 8 * kMiB));
+    EXPECT_TRUE(BothWaysIntact(mine, request, peer, responder));
     EXPECT_GT(proxy.stats().bulk_receives, 0u) << proxy.stats().to_line();
     client.reset();
     EXPECT_TRUE(settles(proxy));

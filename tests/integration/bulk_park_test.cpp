@@ -45,11 +45,7 @@ void duplex_intact(DataPath path) {
     client_side.send_bytes = 8 * kMiB;
     client_side.send_seed = 82;
     const ExchangeResult mine = exchange(client, client_side, Deadline{30s});
-    EXPECT_TRUE(SentAll(mine, 8 * kMiB));
-    EXPECT_TRUE(ReceivedPayload(mine, 81, 8 * kMiB));
-    const auto theirs = peer.wait_result(Deadline{10s});
-    ASSERT_TRUE(theirs.has_value());
-    EXPECT_TRUE(ReceivedPayload(*theirs, 82, 8 * kMiB));
+    EXPECT_TRUE(BothWaysIntact(mine, client_side, peer, upstream_side));
 
     EngineStats s = proxy.stats();
     EXPECT_GE(s.parks, 1u) << "no direction parked: " << s.to_line();
@@ -82,11 +78,7 @@ TEST(BulkPark, HalfCloseStillDeliversTheReply) {
     request.send_bytes = 4 * kMiB;
     request.send_seed = 84;
     const ExchangeResult mine = exchange(client, request, Deadline{30s});
-    EXPECT_TRUE(SentAll(mine, 4 * kMiB));
-    EXPECT_TRUE(ReceivedPayload(mine, 83, 4 * kMiB));
-    const auto theirs = peer.wait_result(Deadline{10s});
-    ASSERT_TRUE(theirs.has_value());
-    EXPECT_TRUE(ReceivedPayload(*theirs, 84, 4 * kMiB));
+    EXPECT_TRUE(BothWaysIntact(mine, request, peer, responder));
     EXPECT_GE(proxy.stats().parks, 1u) << proxy.stats().to_line();
 }
 

@@ -9,6 +9,7 @@
 #include "tests/support/blackhole.hpp"
 #include "tests/support/connection_server.hpp"
 #include "tests/support/deadline.hpp"
+#include "tests/support/eventually.hpp"
 #include "tests/support/proc_stats.hpp"
 #include "tests/support/scripted_peer.hpp"
 #include "tests/support/socket_io.hpp"
@@ -94,9 +95,7 @@ public:
     // The checker publishes a state change a moment before it logs it: a test that saw
     // the change waits (bounded) for the line, then counts.
     std::size_t count_after_wait(std::string_view needle) const {
-        Deadline deadline(2s);
-        while (count(needle) == 0 && !deadline.expired())
-            std::this_thread::sleep_for(1ms);
+        eventually([&] { return count(needle) != 0; }, Deadline{2s}, 1ms);
         return count(needle);
     }
     std::string dump() const {
@@ -129,12 +128,7 @@ HealthTarget target_for(const Endpoint& endpoint, HealthCheck check, bool initia
 
 // Polls every millisecond: the checks under test are 50 ms apart.
 bool wait_until(const std::function<bool()>& condition, const Deadline& deadline) {
-    while (!condition()) {
-        if (deadline.expired())
-            return condition();
-        std::this_thread::sleep_for(1ms);
-    }
-    return true;
+    return eventually(condition, deadline, 1ms);
 }
 
 std::string transition_line(const Endpoint& endpoint, std::string_view rest) {

@@ -9,6 +9,7 @@
 #include "uring/ring.hpp"
 
 #include "tests/support/deadline.hpp"
+#include "tests/support/eventually.hpp"
 #include "tests/support/socket_io.hpp"
 #include "tests/support/sockets.hpp"
 #include "tests/support/unique_fd.hpp"
@@ -34,7 +35,6 @@
 #include <cstring>
 #include <map>
 #include <stdexcept>
-#include <thread>
 #include <vector>
 
 namespace {
@@ -43,6 +43,7 @@ using namespace std::chrono_literals;
 using uringfwd::test::accept_one;
 using uringfwd::test::connect_to;
 using uringfwd::test::Deadline;
+using uringfwd::test::eventually;
 using uringfwd::test::Family;
 using uringfwd::test::IoStatus;
 using uringfwd::test::listen_loopback;
@@ -137,12 +138,9 @@ void set_nonblocking(int fd) {
 // Waits until `fd` has exactly `bytes` queued to read.
 void wait_readable_bytes(int fd, int bytes, const Deadline& deadline) {
     int queued = 0;
-    while (!deadline.expired()) {
-        ASSERT_EQ(::ioctl(fd, FIONREAD, &queued), 0);
-        if (queued >= bytes)
-            break;
-        std::this_thread::sleep_for(1ms);
-    }
+    eventually([&] { return ::ioctl(fd, FIONREAD, &queued) != 0 || queued >= bytes; }, deadline,
+               1ms);
+    ASSERT_EQ(::ioctl(fd, FIONREAD, &queued), 0);
     ASSERT_EQ(queued, bytes);
 }
 

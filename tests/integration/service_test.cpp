@@ -20,8 +20,11 @@
 
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace uringfwd::test {
 namespace {
@@ -48,6 +51,11 @@ public:
         }
         if (::bind(fd_.get(), reinterpret_cast<sockaddr*>(&address), length) != 0)
             throw std::system_error(errno, std::generic_category(), "bind notify socket");
+        // Each message comes with its sender's credentials, as systemd reads them: it
+        // tells the old process's messages from the successor's in an upgrade.
+        const int on = 1;
+        if (::setsockopt(fd_.get(), SOL_SOCKET, SO_PASSCRED, &on, sizeof(on)) != 0)
+            throw std::system_error(errno, std::generic_category(), "SO_PASSCRED");
     }
     ~NotifyReceiver() {
         if (!path_.empty())
@@ -55,16 +63,43 @@ public:
     }
     const std::string& env() const { return env_; }
 
-    // The next message, or nullopt after `timeout`.
-    std::optional<std::string> next(milliseconds timeout) {
+    struct Notice {
+        std::string text;
+        pid_t sender = -1; // from SCM_CREDENTIALS
+    };
+
+    // The next message and who sent it, or nullopt after `timeout`.
+    std::optional<Notice> next_notice(milliseconds timeout) {
         timeval tv{static_cast<time_t>(timeout.count() / 1000),
                    static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
         ::setsockopt(fd_.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
         char buffer[4096];
-        const ssize_t n = ::recv(fd_.get(), buffer, sizeof(buffer), 0);
+        iovec iov{buffer, sizeof(buffer)};
+        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred))];
+        msghdr msg{};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof(control);
+        const ssize_t n = ::recvmsg(fd_.get(), &msg, 0);
         if (n <= 0)
             return std::nullopt;
-        return std::string(buffer, static_cast<std::size_t>(n));
+        Notice notice{std::string(buffer, static_cast<std::size_t>(n))};
+        for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+            if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS) {
+                ucred cred{};
+                std::memcpy(&cred, CMSG_DATA(c), sizeof(cred));
+                notice.sender = cred.pid;
+            }
+        }
+        return notice;
+    }
+    // The next message, or nullopt after `timeout`.
+    std::optional<std::string> next(milliseconds timeout) {
+        std::optional<Notice> notice = next_notice(timeout);
+        if (!notice)
+            return std::nullopt;
+        return std::move(notice->text);
     }
 
 private:
@@ -138,6 +173,64 @@ TEST(Service, NotifiesReadyReloadingAndStoppingOnAPathSocket) {
 
 TEST(Service, NotifiesOnAnAbstractSocket) {
     check_notifications(true);
+}
+
+// A binary upgrade under systemd (Type=notify, NotifyAccess=all): the successor tells
+// the manager it is the main process now (MAINPID=its pid, with READY=1), and the old
+// process, which drains and exits, never sends STOPPING=1: systemd would take that for
+// the service stopping and kill the successor with it.
+TEST(Service, AnUpgradeHandsTheMainPidToTheSuccessorAndTheOldProcessNeverSaysStopping) {
+    EchoServer echo;
+    NotifyReceiver manager{false};
+    const std::string path = unique_unix_path("upgraded");
+    const std::string control = unique_unix_path("upgrade-notify");
+    std::string config = route_file(fmt::format("\"unix:{}\"", path), echo.endpoint());
+    config.insert(std::string_view("[engine]\n").size(),
+                  fmt::format("upgrade_socket = \"{}\"\n", control));
+    const ConfigFile file{config};
+    auto old_process = std::make_unique<BinaryProcess>(
+        uring_fwd_binary(), std::vector<std::string>{"--config", file.path()},
+        SpawnOptions{{manager.env()}, {}});
+    const pid_t old_pid = old_process->pid();
+    const std::optional<NotifyReceiver::Notice> ready = manager.next_notice(10000ms);
+    ASSERT_TRUE(ready) << old_process->stderr_text();
+    EXPECT_EQ(ready->sender, old_pid);
+    EXPECT_TRUE(has_line(ready->text, "READY=1")) << ready->text;
+    const std::optional<Endpoint> at = old_process->wait_listening(Deadline{5s});
+    ASSERT_TRUE(at);
+
+    BinaryProcess successor{uring_fwd_binary(), {"--config", file.path()}, {{manager.env()}, {}}};
+    // Every message until the old process has exited, by sender.
+    std::vector<NotifyReceiver::Notice> from_old;
+    std::vector<NotifyReceiver::Notice> from_successor;
+    std::optional<ExitStatus> old_status;
+    const Deadline deadline{15s};
+    while (!old_status && !deadline.expired()) {
+        while (std::optional<NotifyReceiver::Notice> n = manager.next_notice(50ms))
+            (n->sender == old_pid ? from_old : from_successor).push_back(std::move(*n));
+        old_status = old_process->wait_exit(Deadline{50ms});
+    }
+    // Anything the old process sent just before it exited is queued by now.
+    while (std::optional<NotifyReceiver::Notice> n = manager.next_notice(100ms))
+        (n->sender == old_pid ? from_old : from_successor).push_back(std::move(*n));
+    ASSERT_TRUE(old_status) << old_process->stderr_text() << successor.stderr_text();
+    EXPECT_TRUE(old_status->exited && old_status->code == 0) << old_status->describe();
+
+    for (const NotifyReceiver::Notice& n : from_old)
+        EXPECT_FALSE(has_line(n.text, "STOPPING=1")) << "the old process said: " << n.text;
+    ASSERT_FALSE(from_successor.empty()) << successor.stderr_text();
+    const NotifyReceiver::Notice& first = from_successor.front();
+    EXPECT_EQ(first.sender, successor.pid());
+    EXPECT_TRUE(has_line(first.text, fmt::format("MAINPID={}", successor.pid()))) << first.text;
+    EXPECT_TRUE(has_line(first.text, "READY=1")) << first.text;
+    EXPECT_TRUE(echoes(*at)) << "the successor serves the same address";
+
+    // The receiver would have seen a STOPPING=1: the successor's own stop sends one.
+    successor.signal(SIGTERM);
+    const std::optional<NotifyReceiver::Notice> stopping = manager.next_notice(5000ms);
+    ASSERT_TRUE(stopping);
+    EXPECT_EQ(stopping->sender, successor.pid());
+    EXPECT_TRUE(has_line(stopping->text, "STOPPING=1")) << stopping->text;
 }
 
 TEST(Service, ServesSocketsPassedBySocketActivation) {

@@ -6,7 +6,6 @@
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <thread>
 
 namespace uringfwd::test {
 namespace {
@@ -82,18 +81,6 @@ std::map<std::string, int> threads_by_comm(pid_t pid, std::string_view prefix) {
         }
     });
     return out;
-}
-
-bool eventually(const std::function<bool()>& condition, const Deadline& deadline) {
-    for (;;) {
-        if (condition()) {
-            return true;
-        }
-        if (deadline.expired()) {
-            return condition();
-        }
-        std::this_thread::sleep_for(milliseconds{20});
-    }
 }
 
 } // namespace uringfwd::test

@@ -3,11 +3,12 @@
 #pragma once
 
 #include "tests/support/deadline.hpp"
+// eventually(), with which the counts here are usually awaited.
+#include "tests/support/eventually.hpp"
 
 #include <sys/types.h>
 
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -24,9 +25,5 @@ int count_threads_with_prefix(pid_t pid, std::string_view prefix);
 // "iou-wrk-<tid of the thread that owns the ring>" (io_uring/io-wq.c, io_wq_worker()),
 // so with prefix "iou-wrk-" this gives the workers of each shard thread.
 std::map<std::string, int> threads_by_comm(pid_t pid, std::string_view prefix);
-
-// Polls `condition` every 20 ms until it holds or the deadline passes; returns its
-// last value. For counters that settle asynchronously (fds closing after a test).
-bool eventually(const std::function<bool()>& condition, const Deadline& deadline);
 
 } // namespace uringfwd::test

@@ -47,4 +47,25 @@ namespace uringfwd::test {
     return ::testing::AssertionFailure() << "the connection did not end; " << r.describe();
 }
 
+::testing::AssertionResult BothWaysIntact(const ExchangeResult& mine, const ExchangePlan& client,
+                                          ScriptedPeer& peer, const ExchangePlan& upstream,
+                                          const Deadline& wait) {
+    if (::testing::AssertionResult r = SentAll(mine, client.send_bytes); !r)
+        return r << " (the client's send)";
+    if (::testing::AssertionResult r =
+            ReceivedPayload(mine, upstream.send_seed, upstream.send_bytes);
+        !r)
+        return r << " (what the client received)";
+    const std::optional<ExchangeResult> theirs = peer.wait_result(wait);
+    if (!theirs)
+        return ::testing::AssertionFailure() << "the upstream peer reported no result";
+    if (::testing::AssertionResult r = SentAll(*theirs, upstream.send_bytes); !r)
+        return r << " (the upstream's send)";
+    if (::testing::AssertionResult r =
+            ReceivedPayload(*theirs, client.send_seed, client.send_bytes);
+        !r)
+        return r << " (what the upstream received)";
+    return ::testing::AssertionSuccess();
+}
+
 } // namespace uringfwd::test

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "tests/support/exchange.hpp"
+#include "tests/support/scripted_peer.hpp"
 
 #include <gtest/gtest.h>
 
@@ -23,5 +24,14 @@ namespace uringfwd::test {
 // The exchange ended because the connection went away (EOF, reset or error on either
 // direction), not because the deadline passed.
 ::testing::AssertionResult EndedByPeer(const ExchangeResult& r);
+
+// Both ends of one exchange through the proxy: the client ran `client` and got `mine`;
+// `peer` ran `upstream` and reports within `wait`. Each side sent all its bytes and
+// received exactly the other's payload, then EOF (one stream each way, at once or in
+// turn, as the plans' orders say).
+::testing::AssertionResult BothWaysIntact(const ExchangeResult& mine, const ExchangePlan& client,
+                                          ScriptedPeer& peer, const ExchangePlan& upstream,
+                                          const Deadline& wait = Deadline{
+                                              std::chrono::seconds{10}});
 
 } // namespace uringfwd::test
