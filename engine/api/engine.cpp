@@ -12,6 +12,7 @@
 #include "uringfwd/cpu_list.hpp"
 #include "uringfwd/numa_topology.hpp"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <dirent.h>
@@ -299,7 +300,18 @@ void Engine::Impl::launch_shard(engine::ShardSetup setup) {
     std::future<void> started = ready.get_future();
     engine::Shard* raw = shard.get();
     shards_.push_back(std::move(shard));
-    threads_.emplace_back([raw, promise = std::move(ready)]() mutable { raw->run(promise); });
+    threads_.emplace_back([raw, promise = std::move(ready)]() mutable {
+        // An inline splice(2) into a socket whose peer has gone raises SIGPIPE in the
+        // calling thread: splice_to_socket() sends without MSG_NOSIGNAL (fs/splice.c;
+        // the ring's splices ran on io-wq workers, which take no signals). Blocked on the
+        // shard's thread, the signal stays pending there and the splice returns EPIPE,
+        // so an embedder's process is not killed by a client that went away.
+        sigset_t pipe_signal;
+        sigemptyset(&pipe_signal);
+        sigaddset(&pipe_signal, SIGPIPE);
+        pthread_sigmask(SIG_BLOCK, &pipe_signal, nullptr);
+        raw->run(promise);
+    });
     try {
         started.get();
     } catch (const std::exception& e) {

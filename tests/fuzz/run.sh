@@ -10,7 +10,7 @@
 #   run.sh --list   the targets, one a line (test.sh expects a verdict from each)
 set -euo pipefail
 
-# The targets (config first: it takes longest to build); each has tests/fuzz/NAME_fuzz.cpp, a seed corpus in tests/fuzz/corpus/NAME
+# The targets (config first: it takes longest to build); each has a libFuzzer source and a seed corpus under tests/fuzz/
 # and an entry in sources below.
 targets=(config endpoint cpu_list proxy_header client_hello)
 if [ "${1:-}" = "--list" ]; then
