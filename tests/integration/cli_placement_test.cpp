@@ -124,7 +124,7 @@ std::map<std::string, std::string> iowq_worker_cpus(const std::string& placement
     RunningBinary fwd = start_binary("127.0.0.1:0", echo.endpoint(),
                                      {"--shards", "1", "--cpus", "0", "--data-path", "splice",
                                       "--splice-mechanism", "ring", "--iowq-cpus", placement});
-    constexpr uint64_t kBytes = 256ull << 20;
+    constexpr uint64_t kBytes = 64ull << 20; // about 0.3 s here: long enough to see a worker
     UniqueFd client = connect_to(fwd.endpoint);
     ExchangeResult result;
     std::thread transfer([&] {
