@@ -16,23 +16,23 @@ bool power_of_two(unsigned n) {
 void check_copy_buffers(const EngineConfig& config, std::vector<std::string>& problems) {
     if (config.data_path == DataPath::Splice)
         return;
-    if (config.copy_buffers > 32768 || !power_of_two(config.copy_buffers))
+    if (config.copy.copy_buffers > 32768 || !power_of_two(config.copy.copy_buffers))
         problems.push_back(
             fmt::format("copy_buffers must be a power of two between 1 and 32768, not {}",
-                        config.copy_buffers));
-    if (config.copy_buffer_size == 0 || config.copy_buffer_size > (std::size_t{1} << 30))
+                        config.copy.copy_buffers));
+    if (config.copy.copy_buffer_size == 0 || config.copy.copy_buffer_size > (std::size_t{1} << 30))
         problems.push_back(fmt::format("copy_buffer_size must be between 1 byte and 1 GiB, not {}",
-                                       config.copy_buffer_size));
-    if (config.bulk_buffers > 16 ||
-        (config.bulk_buffers != 0 && !power_of_two(config.bulk_buffers)))
+                                       config.copy.copy_buffer_size));
+    if (config.copy.bulk_buffers > 16 ||
+        (config.copy.bulk_buffers != 0 && !power_of_two(config.copy.bulk_buffers)))
         problems.push_back(
             fmt::format("bulk_buffers must be 0 or a power of two between 1 and 16, not {}",
-                        config.bulk_buffers));
-    if (config.bulk_buffers != 0 &&
-        (config.bulk_buffer_size < 4096 || config.bulk_buffer_size > (std::size_t{16} << 20)))
+                        config.copy.bulk_buffers));
+    if (config.copy.bulk_buffers != 0 && (config.copy.bulk_buffer_size < 4096 ||
+                                          config.copy.bulk_buffer_size > (std::size_t{16} << 20)))
         problems.push_back(
             fmt::format("bulk_buffer_size must be between 4096 bytes and 16 MiB, not {}",
-                        config.bulk_buffer_size));
+                        config.copy.bulk_buffer_size));
 }
 
 } // namespace

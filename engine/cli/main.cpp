@@ -224,7 +224,7 @@ int main(int argc, char** argv) {
     // we replace (binary upgrade). docs/service.md.
     const uringfwd::cli::ServiceNotifier notify;
     const uringfwd::cli::ActivatedSockets activated = uringfwd::cli::take_activated_sockets();
-    config.inherited_listeners = activated.fds;
+    config.inherited.inherited_listeners = activated.fds;
     std::optional<uringfwd::cli::UpgradeTakeover> takeover;
     if (!operations.upgrade_socket.empty()) {
         try {
@@ -234,11 +234,11 @@ int main(int argc, char** argv) {
         }
         if (takeover) {
             std::vector<int> fds = takeover->fds();
-            config.inherited_listeners.insert(config.inherited_listeners.end(), fds.begin(),
-                                              fds.end());
+            config.inherited.inherited_listeners.insert(config.inherited.inherited_listeners.end(),
+                                                        fds.begin(), fds.end());
             // The old process lets go of every socket it handed us: serve them all, or
             // refuse (it then serves on as if nothing had happened).
-            config.serve_every_inherited = true;
+            config.inherited.serve_every_inherited = true;
             log.info("upgrade: took {} from process {}", count_of(fds.size(), "listening socket"),
                      static_cast<int>(takeover->old_pid()));
         }

@@ -186,7 +186,7 @@ TEST(BulkBuffers, CountMustBeZeroOrAPowerOfTwoUpTo16) {
         config.listen = loopback_any_port();
         config.upstream = Endpoint::parse("127.0.0.1:9");
         config.data_path = DataPath::Copy;
-        config.bulk_buffers = bad;
+        config.copy.bulk_buffers = bad;
         try {
             Engine::start(config);
             ADD_FAILURE() << "started with " << bad << " bulk buffers";

@@ -199,7 +199,7 @@ TEST(DataPath, CopyBufferCountMustBeAPowerOfTwo) {
     config.listen = loopback_any_port();
     config.upstream = echo.endpoint();
     config.data_path = DataPath::Copy;
-    config.copy_buffers = 100;
+    config.copy.copy_buffers = 100;
     try {
         Engine::start(config);
         ADD_FAILURE() << "started with 100 copy buffers";

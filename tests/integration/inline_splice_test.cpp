@@ -148,7 +148,7 @@ TEST(InlineSplice, PacedBulkIsCoalescedAndArrivesIntact) {
     Listener upstream = listen_loopback(Family::Inet4);
     ProxyOptions options = inline_splicing();
     ProxyUnderTest proxy{upstream.endpoint(), options};
-    ASSERT_GT(proxy.config().bulk_coalesce.count(), 0) << "coalescing is on by default";
+    ASSERT_GT(proxy.config().splice.bulk_coalesce.count(), 0) << "coalescing is on by default";
 
     UniqueFd client = connect_to(proxy.endpoint());
     UniqueFd server = accept_one(upstream.fd(), Deadline{5s});
@@ -220,9 +220,9 @@ TEST(InlineSplice, CannotBeHadWithBulkPark) {
     EngineConfig config;
     config.listen = loopback_any_port();
     config.upstream = upstream.endpoint();
-    config.shards = 1;
-    config.splice_mechanism = SpliceMechanism::Inline;
-    config.bulk_park = 20ms;
+    config.placement.shards = 1;
+    config.splice.splice_mechanism = SpliceMechanism::Inline;
+    config.experimental.bulk_park = 20ms;
     config.log_level = LogLevel::Error;
     try {
         auto engine = Engine::start(config);
@@ -232,7 +232,7 @@ TEST(InlineSplice, CannotBeHadWithBulkPark) {
             << e.what();
     }
     // auto keeps the ring then, and forwards.
-    config.splice_mechanism = SpliceMechanism::Auto;
+    config.splice.splice_mechanism = SpliceMechanism::Auto;
     auto engine = Engine::start(config);
     EXPECT_NE(engine->describe().find("splices ring"), std::string::npos) << engine->describe();
     engine->stop(0ms);

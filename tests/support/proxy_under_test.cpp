@@ -32,36 +32,36 @@ ProxyUnderTest::ProxyUnderTest(std::vector<RouteConfig> routes, ProxyOptions opt
 }
 
 void ProxyUnderTest::start(EngineConfig config, const ProxyOptions& options) {
-    config.shards = options.shards;
-    config.cpus = options.cpus;
-    config.steer_by_cpu = options.steer_by_cpu;
+    config.placement.shards = options.shards;
+    config.placement.cpus = options.cpus;
+    config.placement.steer_by_cpu = options.steer_by_cpu;
     config.observer = options.observer;
-    config.max_pipes = options.max_pipes;
-    config.pipe_size = options.pipe_size;
+    config.splice.max_pipes = options.max_pipes;
+    config.splice.pipe_size = options.pipe_size;
     config.log_level = options.log_level;
-    config.busy_poll = options.busy_poll;
-    config.bulk_park = options.bulk_park;
-    config.iowq_max_workers = options.iowq_max_workers;
+    config.ring.busy_poll = options.busy_poll;
+    config.experimental.bulk_park = options.bulk_park;
+    config.placement.iowq_max_workers = options.iowq_max_workers;
     if (options.copy_buffers != 0)
-        config.copy_buffers = options.copy_buffers;
+        config.copy.copy_buffers = options.copy_buffers;
     if (options.bulk_buffers)
-        config.bulk_buffers = *options.bulk_buffers;
+        config.copy.bulk_buffers = *options.bulk_buffers;
     if (options.bulk_buffer_size)
-        config.bulk_buffer_size = *options.bulk_buffer_size;
+        config.copy.bulk_buffer_size = *options.bulk_buffer_size;
     if (options.data_path)
         config.data_path = *options.data_path;
     else if (auto path = data_path_under_test())
         config.data_path = *path;
     if (options.direct_descriptors)
-        config.direct_descriptors = *options.direct_descriptors;
+        config.ring.direct_descriptors = *options.direct_descriptors;
     else if (auto direct = direct_descriptors_under_test())
-        config.direct_descriptors = *direct;
+        config.ring.direct_descriptors = *direct;
     if (options.splice_mechanism)
-        config.splice_mechanism = *options.splice_mechanism;
+        config.splice.splice_mechanism = *options.splice_mechanism;
     else if (auto mechanism = splice_mechanism_under_test();
              mechanism && options.bulk_park.count() == 0)
-        config.splice_mechanism = *mechanism;
-    config.direct_table_size = options.direct_table_size;
+        config.splice.splice_mechanism = *mechanism;
+    config.ring.direct_table_size = options.direct_table_size;
     config.log_sink = [logs = logs_](LogLevel level, std::string_view line) {
         std::lock_guard lock(logs->mu);
         logs->lines.push_back(fmt::format("[{}] {}", to_string(level), line));

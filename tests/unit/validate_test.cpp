@@ -43,17 +43,17 @@ TEST(Validate, RoutesRefuseListenAndUpstreamBesideThem) {
 
 TEST(Validate, CopyBuffersTheKernelCannotTakeAreAllNamed) {
     EngineConfig config;
-    config.copy_buffers = 100;
-    config.copy_buffer_size = 0;
-    config.bulk_buffers = 32;
-    config.bulk_buffer_size = 1024;
+    config.copy.copy_buffers = 100;
+    config.copy.copy_buffer_size = 0;
+    config.copy.bulk_buffers = 32;
+    config.copy.bulk_buffer_size = 1024;
     EXPECT_THAT(validate(config),
                 ElementsAre("copy_buffers must be a power of two between 1 and 32768, not 100",
                             "copy_buffer_size must be between 1 byte and 1 GiB, not 0",
                             "bulk_buffers must be 0 or a power of two between 1 and 16, not 32",
                             "bulk_buffer_size must be between 4096 bytes and 16 MiB, not 1024"));
-    config.bulk_buffers = 0; // none: their size is not used
-    config.copy_buffers = 0;
+    config.copy.bulk_buffers = 0; // none: their size is not used
+    config.copy.copy_buffers = 0;
     EXPECT_THAT(validate(config),
                 ElementsAre("copy_buffers must be a power of two between 1 and 32768, not 0",
                             "copy_buffer_size must be between 1 byte and 1 GiB, not 0"));
@@ -62,7 +62,7 @@ TEST(Validate, CopyBuffersTheKernelCannotTakeAreAllNamed) {
 TEST(Validate, ASplicingEngineHasNoCopyBuffersToCheck) {
     EngineConfig config;
     config.data_path = DataPath::Splice;
-    config.copy_buffers = 3;
+    config.copy.copy_buffers = 3;
     EXPECT_THAT(validate(config), IsEmpty());
 }
 
