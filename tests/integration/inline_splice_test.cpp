@@ -29,12 +29,10 @@ using namespace std::chrono_literals;
 
 constexpr uint64_t kMiB = 1024 * 1024;
 
-ProxyOptions inline_splicing() {
-    ProxyOptions o;
-    o.shards = 1;
-    o.data_path = DataPath::Splice;
-    o.splice_mechanism = SpliceMechanism::Inline;
-    return o;
+void inline_splicing(EngineConfig& c) {
+    c.placement.shards = 1;
+    c.data_path = DataPath::Splice;
+    c.splice.splice_mechanism = SpliceMechanism::Inline;
 }
 
 RouteConfig route_to(std::string name, const Endpoint& upstream) {
@@ -55,7 +53,7 @@ TEST(InlineSplice, MovesBothWaysInOrderWithoutKernelThreads) {
     upstream_plan.send_bytes = kSize;
     upstream_plan.send_seed = 31;
     ScriptedPeer upstream{upstream_plan};
-    ProxyUnderTest proxy{upstream.endpoint(), inline_splicing()};
+    ProxyUnderTest proxy{upstream.endpoint(), inline_splicing};
 
     UniqueFd client = connect_to(proxy.endpoint());
     ExchangePlan mine;
@@ -90,7 +88,7 @@ TEST(InlineSplice, StalledPeersOfOneConnectionDoNotHoldUpAnother) {
     EchoServer upstream_b;
     ProxyUnderTest proxy{
         {route_to("a", upstream_a.endpoint()), route_to("b", upstream_b.endpoint())},
-        inline_splicing()};
+        inline_splicing};
 
     UniqueFd client_a = connect_to(proxy.endpoint("a"));
     std::future<ExchangeResult> a = std::async(std::launch::async, [&] {
@@ -146,8 +144,7 @@ TEST(InlineSplice, StalledPeersOfOneConnectionDoNotHoldUpAnother) {
 // counter says how often), and every byte still arrives in order.
 TEST(InlineSplice, PacedBulkIsCoalescedAndArrivesIntact) {
     Listener upstream = listen_loopback(Family::Inet4);
-    ProxyOptions options = inline_splicing();
-    ProxyUnderTest proxy{upstream.endpoint(), options};
+    ProxyUnderTest proxy{upstream.endpoint(), inline_splicing};
     ASSERT_GT(proxy.config().splice.bulk_coalesce.count(), 0) << "coalescing is on by default";
 
     UniqueFd client = connect_to(proxy.endpoint());
@@ -185,7 +182,7 @@ TEST(InlineSplice, PacedBulkIsCoalescedAndArrivesIntact) {
 // connection are each answered without waiting for a tick.
 TEST(InlineSplice, MessagesAfterBulkAreNotCoalesced) {
     EchoServer upstream;
-    ProxyUnderTest proxy{upstream.endpoint(), inline_splicing()};
+    ProxyUnderTest proxy{upstream.endpoint(), inline_splicing};
     UniqueFd client = connect_to(proxy.endpoint());
     // A bulk phase first: 8 MiB echoed.
     std::vector<std::byte> bulk(8 * kMiB, std::byte{7});
