@@ -3,6 +3,7 @@
 // port that cannot be had refuses the whole change while nothing has changed yet),
 // then every other shard, joining shard 0's new sockets.
 #include "api/engine_impl.hpp"
+#include "api/validate.hpp"
 
 #include <fmt/format.h>
 
@@ -55,6 +56,9 @@ std::vector<std::string> Engine::Impl::needs_restart(const EngineConfig& next) c
 ReloadResult Engine::Impl::reconfigure(EngineConfig next) {
     std::lock_guard lock(plan_mu_);
     ReloadResult result;
+    result.errors = engine::route_problems(next);
+    if (!result.errors.empty())
+        return result;
     std::shared_ptr<engine::RouteTable> table;
     try {
         table = engine::build_route_table(next, shards_.size(), routes_.get());

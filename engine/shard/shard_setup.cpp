@@ -110,11 +110,7 @@ bool Shard::choose_inline_splice() const {
     case SpliceMechanism::Ring:
         return false;
     case SpliceMechanism::Inline:
-        if (parking)
-            throw std::runtime_error("splice_mechanism = \"inline\" cannot be had with "
-                                     "bulk_park: a parked socket is blocking, and an inline "
-                                     "splice must never wait; use \"ring\" or \"auto\"");
-        return true;
+        return true; // validate() refused it with bulk_park
     case SpliceMechanism::Auto:
         return !parking;
     }
@@ -164,10 +160,8 @@ void Shard::setup_direct_descriptors() {
         // A parked source is made blocking and given SO_RCVTIMEO with fcntl(2) and
         // setsockopt(2) (directions_park.cpp): both need an fd, and io_uring has no
         // command that changes a file's O_NONBLOCK.
+        // validate() refused direct_descriptors = "on" with bulk_park, for this reason.
         const char* why = "bulk_park needs plain fds (it toggles O_NONBLOCK with fcntl)";
-        if (config_.ring.direct_descriptors == DirectDescriptors::On)
-            throw std::runtime_error(
-                fmt::format("direct_descriptors = \"on\" cannot be had with bulk_park: {}", why));
         if (setup_.index == 0)
             log_.info("direct descriptors off: {}", why);
         info_.plain_fds_reason = why;
