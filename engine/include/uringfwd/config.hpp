@@ -216,9 +216,11 @@ struct EngineConfig {
 };
 
 // Every problem of `config` that would make Engine::start() refuse it before anything
-// is bound (settings that contradict each other, sizes the kernel cannot take), one
-// line each; empty when there is none. Engine::start() calls it. Addresses are not
-// resolved here, nor what the kernel offers probed: start() finds those out.
+// is bound (settings that contradict each other, sizes the kernel cannot take; a route
+// without listen address or member, a trusted_sources entry that is no CIDR range, a
+// member listed twice), one line each; empty when there is none. Engine::start() calls
+// it, and reconfigure() refuses the routes' lines. Addresses, users and groups are not
+// looked up here, nor what the kernel offers probed: start() finds those out.
 std::vector<std::string> validate(const EngineConfig& config);
 
 } // namespace uringfwd
