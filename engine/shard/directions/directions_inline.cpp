@@ -168,7 +168,7 @@ Outcome Directions::drain_inline(Connection& conn, Side side) {
     return follow(conn, side, next, /*read_result=*/0, out);
 }
 
-// Coalescing (EngineConfig::splice.bulk_coalesce). A shard that is quicker than its bulk
+// Coalescing (EngineConfig::Splice::bulk_coalesce). A shard that is quicker than its bulk
 // streams wakes for every few segments: each wake-up then moves little and costs as
 // much, and the proxy's CPU per GB doubles (docs/bulk-experiments.md, issue 19: the
 // same 8 streams at 150 KB or 600 KB per splice, at 0.13 or 0.05 CPU s/GB). A
