@@ -66,12 +66,6 @@ ReloadResult Engine::Impl::reconfigure(EngineConfig next) {
         result.errors.push_back(e.what());
         return result;
     }
-    std::set<std::string> names;
-    for (const engine::Route& route : table->routes)
-        if (!names.insert(route.name).second)
-            result.errors.push_back(fmt::format("route \"{}\" is defined twice", route.name));
-    if (!result.errors.empty())
-        return result;
     try {
         engine::start_health_checks(*table, log_);
     } catch (const std::exception& e) {

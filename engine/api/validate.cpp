@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <set>
+#include <string_view>
 
 namespace uringfwd {
 
@@ -103,8 +104,14 @@ std::vector<std::string> route_problems(const EngineConfig& config) {
     // The single-route shorthand makes a route of one listen address and one member,
     // which none of these checks can refuse.
     std::vector<std::string> problems;
-    for (const RouteConfig& route : config.routes)
+    // Routes are known by name (metrics labels, update_pool(), the access log): a second
+    // route of one name would be unreachable by it.
+    std::set<std::string_view> names;
+    for (const RouteConfig& route : config.routes) {
+        if (!names.insert(route.name).second)
+            problems.push_back(fmt::format("route \"{}\" is defined twice", route.name));
         check_route(route, problems);
+    }
     return problems;
 }
 

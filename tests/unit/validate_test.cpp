@@ -32,6 +32,14 @@ TEST(Validate, TheDefaultsAndTheShorthandPass) {
     EXPECT_THAT(validate(one_route()), IsEmpty());
 }
 
+TEST(Validate, TwoRoutesOfOneNameAreRefused) {
+    // start() accepted them once (only reconfigure() refused them), and the second was
+    // then unreachable by its name (update_pool(), metrics, the access log).
+    EngineConfig config = one_route();
+    config.routes.push_back(config.routes.front());
+    EXPECT_THAT(validate(config), ElementsAre("route \"web\" is defined twice"));
+}
+
 TEST(Validate, RoutesRefuseListenAndUpstreamBesideThem) {
     EngineConfig config = one_route();
     config.listen = Endpoint::parse("127.0.0.1:9000");
