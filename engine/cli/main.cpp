@@ -89,6 +89,15 @@ uringfwd::EngineConfig config_from_file(const CLI::App& app, const uringfwd::cli
     }
     uringfwd::cli::apply_flags_over_file(app, flags, *loaded.config);
     operations = loaded.operations;
+    // What only the whole configuration shows (settings that contradict each other, a
+    // flag given over the file) has no line of its own: Engine::start() would refuse
+    // it, so --check and the start say so here, naming the file.
+    if (const std::vector<std::string> problems = uringfwd::validate(*loaded.config);
+        !problems.empty()) {
+        for (const std::string& problem : problems)
+            std::fprintf(stderr, "%s: %s\n", flags.config_path.c_str(), problem.c_str());
+        std::exit(1);
+    }
     if (flags.check) {
         std::printf("%s: ok\n%s\n", flags.config_path.c_str(),
                     uringfwd::cli::summarize_routes(*loaded.config).c_str());
