@@ -68,13 +68,6 @@ Bytes text(std::string_view s) {
     return out;
 }
 
-// A TCP port free right now on 127.0.0.1, for routes that must share one address
-// (port 0 would give each route a port of its own).
-uint16_t free_port() {
-    Listener probe = listen_on(Endpoint::parse("127.0.0.1:0"));
-    return probe.endpoint().port;
-}
-
 RouteConfig route(std::string name, const Endpoint& listen, const Endpoint& upstream,
                   std::vector<std::string> server_names = {}, std::vector<std::string> alpn = {}) {
     RouteConfig r;

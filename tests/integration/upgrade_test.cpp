@@ -32,13 +32,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// A loopback port free right now (bound, read, closed): the two processes must be
-// configured with the same address, so port 0 will not do.
-uint16_t free_port() {
-    Listener probe = listen_on(Endpoint::parse("127.0.0.1:0"));
-    return probe.endpoint().port;
-}
-
 struct LoopFigures {
     std::atomic<uint64_t> attempted{0};
     std::atomic<uint64_t> served{0};  // echoed intact
@@ -199,9 +192,10 @@ TEST(Upgrade, AFailedSuccessorLeavesTheOldProcessServing) {
 // address, and the old process keeps serving every address.
 TEST(Upgrade, ASuccessorThatWouldNotServeAnAddressRefusesToTakeOver) {
     EchoServer echo;
-    const Endpoint kept{Endpoint::Kind::Inet, "127.0.0.1", free_port()};
-    const Endpoint dropped{Endpoint::Kind::Inet, "127.0.0.1", free_port()};
-    const Endpoint other{Endpoint::Kind::Inet, "127.0.0.1", free_port()};
+    const std::vector<uint16_t> ports = free_ports(3);
+    const Endpoint kept{Endpoint::Kind::Inet, "127.0.0.1", ports[0]};
+    const Endpoint dropped{Endpoint::Kind::Inet, "127.0.0.1", ports[1]};
+    const Endpoint other{Endpoint::Kind::Inet, "127.0.0.1", ports[2]};
     const std::string control = unique_unix_path("upgrade-drop");
     const ConfigFile file{
         fmt::format("[engine]\nshards = 2\nupgrade_socket = \"{}\"\n[[route]]\nname = \"web\"\n"

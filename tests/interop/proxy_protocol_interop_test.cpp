@@ -44,12 +44,6 @@ bool installed(const char* path) {
     return ::access(path, X_OK) == 0 || ::access(path, R_OK) == 0;
 }
 
-// A loopback port free a moment ago, for a peer that takes its port from a file.
-uint16_t free_port() {
-    Listener l = listen_loopback(Family::Inet4);
-    return l.endpoint().port;
-}
-
 uint16_t local_port(int fd) {
     sockaddr_in a{};
     socklen_t n = sizeof(a);

@@ -40,11 +40,6 @@ std::string find_openssl() {
     return {};
 }
 
-uint16_t free_port() {
-    Listener probe = listen_on(Endpoint::parse("127.0.0.1:0"));
-    return probe.endpoint().port;
-}
-
 std::string slurp(const fs::path& path) {
     std::ifstream in(path, std::ios::binary);
     return {std::istreambuf_iterator<char>(in), {}};

@@ -12,8 +12,10 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fmt/core.h>
+#include <fstream>
 #include <stdexcept>
 #include <system_error>
 
@@ -266,6 +268,54 @@ ReservedPort reserve_refusing_port() {
     ep.host = "127.0.0.1";
     ep.port = bound_port(fd.get());
     return ReservedPort{std::move(fd), ep};
+}
+
+namespace {
+
+// The first port of the kernel's ephemeral range (32768 by default).
+uint16_t first_ephemeral_port() {
+    std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
+    unsigned low = 32768;
+    range >> low;
+    return static_cast<uint16_t>(low);
+}
+
+} // namespace
+
+std::vector<uint16_t> free_ports(std::size_t count) {
+    // Below the ephemeral range, from an offset of the process and the time, so that
+    // test processes running at once, and calls one after the other, try different
+    // ports first (a test that needs several at once asks for them in one call).
+    constexpr unsigned kFirst = 10000;
+    const unsigned end = first_ephemeral_port();
+    if (end <= kFirst + count)
+        throw std::runtime_error("free_ports: the ephemeral range leaves no ports below it");
+    const unsigned span = end - kFirst;
+    const auto now = std::chrono::steady_clock::now().time_since_epoch();
+    const unsigned start =
+        static_cast<unsigned>(::getpid()) * 7919u +
+        static_cast<unsigned>(std::chrono::duration_cast<std::chrono::microseconds>(now).count());
+    std::vector<UniqueFd> held;
+    std::vector<uint16_t> ports;
+    for (unsigned tried = 0; ports.size() < count && tried < span; ++tried) {
+        const auto port = static_cast<uint16_t>(kFirst + (start + tried) % span);
+        UniqueFd fd = new_socket(AF_INET);
+        sockaddr_in sin{};
+        sin.sin_family = AF_INET;
+        sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        sin.sin_port = htons(port);
+        if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&sin), sizeof(sin)) != 0)
+            continue; // in use
+        held.push_back(std::move(fd));
+        ports.push_back(port);
+    }
+    if (ports.size() < count)
+        throw std::runtime_error("free_ports: no free port below the ephemeral range");
+    return ports;
+}
+
+uint16_t free_port() {
+    return free_ports(1).front();
 }
 
 bool ipv6_loopback_available() {

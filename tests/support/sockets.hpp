@@ -8,6 +8,7 @@
 #include "uringfwd/endpoint.hpp"
 
 #include <string>
+#include <vector>
 
 namespace uringfwd::test {
 
@@ -59,6 +60,15 @@ struct ReservedPort {
     Endpoint endpoint;
 };
 ReservedPort reserve_refusing_port();
+
+// `count` distinct loopback TCP ports, free right now, for processes that must be
+// configured with a fixed address (port 0 will not do: two processes, or two routes,
+// must name the same one). They are taken below the kernel's ephemeral range
+// (net.ipv4.ip_local_port_range), so no connect(2) of this test or another picks one as
+// its local port before the process under test binds it, and each is held bound until
+// all are chosen, so none is handed out twice.
+std::vector<uint16_t> free_ports(std::size_t count);
+uint16_t free_port();
 
 // Whether a socket can be bound to [::1] here (IPv6 may be disabled in containers).
 bool ipv6_loopback_available();
