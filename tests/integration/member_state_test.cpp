@@ -170,6 +170,20 @@ TEST(MemberState, DrainHoldsForLeastActiveAndMaglev) {
     }
 }
 
+// A selector's choice of a drained member is passed over too: the pool chooses.
+TEST(MemberState, ASelectorsDrainedMemberIsPassedOver) {
+    NamedServer a{'a'};
+    NamedServer b{'b'};
+    RouteConfig route = web_route({member_at(a.endpoint()), member_at(b.endpoint())});
+    route.selector = [](const ConnectionInfo&) { return Selection::of_member(0); };
+    ProxyUnderTest proxy{{route}};
+    EXPECT_EQ(spread(proxy.endpoint(), 10).count('b'), 0u);
+    ASSERT_TRUE(proxy.engine().set_member_state("web", key(a), MemberState::Drain).ok);
+    const std::map<char, int> got = spread(proxy.endpoint(), 10);
+    EXPECT_EQ(got.count('a'), 0u);
+    EXPECT_EQ(got.count('b') ? got.at('b') : 0, 10);
+}
+
 TEST(MemberState, MaintStopsTheMembersHealthChecks) {
     NamedServer a{'a'};
     NamedServer b{'b'};
