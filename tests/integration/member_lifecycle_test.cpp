@@ -4,6 +4,7 @@
 // comes back gets a small share first and its full share once the ramp is over.
 #include "tests/support/eventually.hpp"
 #include "tests/support/named_server.hpp"
+#include "tests/support/pool_members.hpp"
 #include "tests/support/proxy_under_test.hpp"
 #include "tests/support/socket_io.hpp"
 #include "tests/support/sockets.hpp"
@@ -24,14 +25,6 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kInterval = 100ms;
 // Scheduling noise on a loaded 2-CPU machine: what a timer may run late by.
 constexpr auto kSlack = 600ms;
-
-UpstreamMember member_at(const Endpoint& address, unsigned weight = 1, bool backup = false) {
-    UpstreamMember m;
-    m.address = address;
-    m.weight = weight;
-    m.backup = backup;
-    return m;
-}
 
 RouteConfig checked_route(std::vector<UpstreamMember> members, OnMemberDown on_down) {
     RouteConfig r;
