@@ -67,44 +67,49 @@ Pair connect_pair(const Endpoint& proxy, const Listener& upstream) {
     return p;
 }
 
-TEST(MemberLifecycle, CloseResetsTheConnectionsOfAMemberWhoseServerDies) {
+// Route "web": primary a (a bare listener, so the test holds the upstream's end), backup
+// b (every client goes to a while it is up), checked every kInterval with fall = 1; one
+// connection through to a.
+struct HeldThroughA {
+    explicit HeldThroughA(OnMemberDown on_down)
+        : proxy({checked_route({member_at(a->endpoint()), member_at(b.endpoint(), 1, true)},
+                               on_down)}),
+          pair(connect_pair(proxy.endpoint(), *a)) {}
     std::optional<Listener> a{listen_loopback(Family::Inet4)};
     NamedServer b{'b'};
-    // b a backup: every client goes to a while it is up.
-    ProxyUnderTest proxy{{checked_route(
-        {member_at(a->endpoint()), member_at(b.endpoint(), 1, true)}, OnMemberDown::Close)}};
-    Pair pair = connect_pair(proxy.endpoint(), *a);
-    ASSERT_TRUE(pair.client) << "no connection through to a";
+    ProxyUnderTest proxy;
+    Pair pair;
+};
+
+TEST(MemberLifecycle, CloseResetsTheConnectionsOfAMemberWhoseServerDies) {
+    HeldThroughA t{OnMemberDown::Close};
+    ASSERT_TRUE(t.pair.client) << "no connection through to a";
 
     // The server stops accepting (its held connection stays open on its side): its next
     // check is refused, fall = 1 marks it down, and we reset what it had.
     const auto died = Clock::now();
-    a.reset();
-    EXPECT_EQ(read_status(pair.client.get()), IoStatus::Reset);
+    t.a.reset();
+    EXPECT_EQ(read_status(t.pair.client.get()), IoStatus::Reset);
     const auto elapsed = Clock::now() - died;
     EXPECT_LT(elapsed, kInterval + kSlack)
         << std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count() << " ms";
-    EXPECT_EQ(read_status(pair.server.get()), IoStatus::Reset);
-    EXPECT_TRUE(eventually([&] { return proxy.stats().closed(CloseReason::MemberDown) == 1; },
+    EXPECT_EQ(read_status(t.pair.server.get()), IoStatus::Reset);
+    EXPECT_TRUE(eventually([&] { return t.proxy.stats().closed(CloseReason::MemberDown) == 1; },
                            Deadline{5s}));
-    EXPECT_EQ(name_through(proxy.endpoint(), Deadline{5s}), 'b'); // the backup serves
+    EXPECT_EQ(name_through(t.proxy.endpoint(), Deadline{5s}), 'b'); // the backup serves
 }
 
 TEST(MemberLifecycle, KeepLetsTheConnectionsOfAMemberGoneDownGoOn) {
-    std::optional<Listener> a{listen_loopback(Family::Inet4)};
-    NamedServer b{'b'};
-    ProxyUnderTest proxy{{checked_route(
-        {member_at(a->endpoint()), member_at(b.endpoint(), 1, true)}, OnMemberDown::Keep)}};
-    Pair pair = connect_pair(proxy.endpoint(), *a);
-    ASSERT_TRUE(pair.client);
-    a.reset();
+    HeldThroughA t{OnMemberDown::Keep};
+    ASSERT_TRUE(t.pair.client);
+    t.a.reset();
     ASSERT_TRUE(eventually(
-        [&] { return proxy.engine().members("web").at(0).health == MemberHealthState::Down; },
+        [&] { return t.proxy.engine().members("web").at(0).health == MemberHealthState::Down; },
         Deadline{5s}));
     std::this_thread::sleep_for(3 * kInterval);
-    ASSERT_EQ(send_text(pair.client.get(), "x", Deadline{5s}).status, IoStatus::Ok);
-    EXPECT_EQ(read_status(pair.server.get()), IoStatus::Ok);
-    EXPECT_EQ(proxy.stats().closed(CloseReason::MemberDown), 0u);
+    ASSERT_EQ(send_text(t.pair.client.get(), "x", Deadline{5s}).status, IoStatus::Ok);
+    EXPECT_EQ(read_status(t.pair.server.get()), IoStatus::Ok);
+    EXPECT_EQ(t.proxy.stats().closed(CloseReason::MemberDown), 0u);
 }
 
 TEST(MemberLifecycle, CloseResetsTheConnectionsOfARemovedMember) {

@@ -2,6 +2,7 @@
 // start): Drain and Maint take a member out of every policy's choice, a weight set at
 // runtime changes the spread, and a member coming up ramps its share over slow_start.
 #include "routing/pool_state.hpp"
+#include "tests/unit/pool_specs.hpp"
 
 #include <gtest/gtest.h>
 
@@ -12,27 +13,10 @@ namespace uringfwd::engine {
 namespace {
 
 using namespace std::chrono_literals;
+using test_pools::keys_of;
+using test_pools::pool_of;
 
 const PoolState::Clock::time_point t0{1000s};
-
-UpstreamPool pool_of(BalancePolicy policy, std::vector<unsigned> weights) {
-    UpstreamPool pool;
-    pool.balance = policy;
-    for (std::size_t i = 0; i < weights.size(); ++i) {
-        UpstreamMember m;
-        m.address = Endpoint::parse("10.0.0." + std::to_string(i + 1) + ":80");
-        m.weight = weights[i];
-        pool.members.push_back(m);
-    }
-    return pool;
-}
-
-std::vector<std::string> keys_of(const UpstreamPool& pool) {
-    std::vector<std::string> keys;
-    for (const UpstreamMember& m : pool.members)
-        keys.push_back(m.address.to_string());
-    return keys;
-}
 
 // How many of `n` picks at `now` (client hashes 0..n-1) go to each member.
 std::vector<int> spread(PoolState& pool, int n, PoolState::Clock::time_point now = t0) {
@@ -46,7 +30,7 @@ std::vector<int> spread(PoolState& pool, int n, PoolState::Clock::time_point now
 class RuntimeStateAnyPolicy : public ::testing::TestWithParam<BalancePolicy> {};
 
 TEST_P(RuntimeStateAnyPolicy, DrainAndMaintTakeAMemberOutAndReadyBringsItBack) {
-    const UpstreamPool config = pool_of(GetParam(), {1, 1, 1});
+    const UpstreamPool config = pool_of(GetParam(), {{1}, {1}, {1}});
     PoolState pool(config, keys_of(config));
     for (MemberState out : {MemberState::Drain, MemberState::Maint}) {
         EXPECT_TRUE(pool.set_state(1, out, t0));
@@ -60,7 +44,7 @@ TEST_P(RuntimeStateAnyPolicy, DrainAndMaintTakeAMemberOutAndReadyBringsItBack) {
 }
 
 TEST_P(RuntimeStateAnyPolicy, BackupsServeWhileEveryPrimaryIsDrained) {
-    UpstreamPool config = pool_of(GetParam(), {1, 1});
+    UpstreamPool config = pool_of(GetParam(), {{1}, {1}});
     config.members[1].backup = true;
     PoolState pool(config, keys_of(config));
     EXPECT_EQ(spread(pool, 50)[1], 0);
@@ -78,7 +62,7 @@ INSTANTIATE_TEST_SUITE_P(Policies, RuntimeStateAnyPolicy,
                          });
 
 TEST(RuntimeWeight, RoundRobinFollowsAWeightSetAtRuntime) {
-    const UpstreamPool config = pool_of(BalancePolicy::RoundRobin, {1, 1});
+    const UpstreamPool config = pool_of(BalancePolicy::RoundRobin, {{1}, {1}});
     PoolState pool(config, keys_of(config));
     pool.set_weight(1, 3);
     const std::vector<int> count = spread(pool, 400);
@@ -87,7 +71,7 @@ TEST(RuntimeWeight, RoundRobinFollowsAWeightSetAtRuntime) {
 }
 
 TEST(RuntimeWeight, MaglevBuildsItsTableAgain) {
-    const UpstreamPool config = pool_of(BalancePolicy::Maglev, {1, 1});
+    const UpstreamPool config = pool_of(BalancePolicy::Maglev, {{1}, {1}});
     PoolState pool(config, keys_of(config));
     pool.set_weight(1, 4);
     const std::vector<int> count = spread(pool, 5000);
@@ -95,7 +79,7 @@ TEST(RuntimeWeight, MaglevBuildsItsTableAgain) {
 }
 
 TEST(SlowStart, AMemberSetReadyRampsFromNothingToItsWeight) {
-    const UpstreamPool config = pool_of(BalancePolicy::RoundRobin, {10, 10});
+    const UpstreamPool config = pool_of(BalancePolicy::RoundRobin, {{10}, {10}});
     PoolState pool(config, keys_of(config));
     pool.set_slow_start(0, 10s);
     pool.set_state(0, MemberState::Drain, t0);
@@ -112,7 +96,7 @@ TEST(SlowStart, AMemberSetReadyRampsFromNothingToItsWeight) {
 }
 
 TEST(SlowStart, AMemberTheCheckerBringsBackRampsToo) {
-    const UpstreamPool config = pool_of(BalancePolicy::LeastActive, {4, 4});
+    const UpstreamPool config = pool_of(BalancePolicy::LeastActive, {{4}, {4}});
     PoolState pool(config, keys_of(config));
     pool.set_slow_start(1, 4s);
     pool.set_checked_up(1, false, t0);
