@@ -26,11 +26,16 @@ constexpr auto kInterval = 100ms;
 // Scheduling noise on a loaded 2-CPU machine: what a timer may run late by.
 constexpr auto kSlack = 600ms;
 
-RouteConfig checked_route(std::vector<UpstreamMember> members, OnMemberDown on_down) {
+RouteConfig web_route(std::vector<UpstreamMember> members) {
     RouteConfig r;
     r.name = "web";
     r.listen = {loopback_any_port()};
     r.pool.members = std::move(members);
+    return r;
+}
+
+RouteConfig checked_route(std::vector<UpstreamMember> members, OnMemberDown on_down) {
+    RouteConfig r = web_route(std::move(members));
     r.on_member_down = on_down;
     r.pool.health_check.enabled = true;
     r.pool.health_check.interval = kInterval;
@@ -115,10 +120,7 @@ TEST(MemberLifecycle, KeepLetsTheConnectionsOfAMemberGoneDownGoOn) {
 TEST(MemberLifecycle, CloseResetsTheConnectionsOfARemovedMember) {
     NamedServer a{'a'};
     NamedServer b{'b'};
-    RouteConfig route;
-    route.name = "web";
-    route.listen = {loopback_any_port()};
-    route.pool.members = {member_at(a.endpoint()), member_at(b.endpoint(), 1, true)};
+    RouteConfig route = web_route({member_at(a.endpoint()), member_at(b.endpoint(), 1, true)});
     route.on_member_down = OnMemberDown::Close;
     ProxyUnderTest proxy{{route}};
     UniqueFd held;
@@ -132,10 +134,7 @@ TEST(MemberLifecycle, CloseResetsTheConnectionsOfARemovedMember) {
 TEST(MemberLifecycle, SlowStartGivesAMemberBackItsShareStepByStep) {
     NamedServer a{'a'};
     NamedServer b{'b'};
-    RouteConfig route;
-    route.name = "web";
-    route.listen = {loopback_any_port()};
-    route.pool.members = {member_at(a.endpoint(), 10), member_at(b.endpoint(), 10)};
+    RouteConfig route = web_route({member_at(a.endpoint(), 10), member_at(b.endpoint(), 10)});
     constexpr auto kRamp = 2000ms;
     route.slow_start = kRamp;
     ProxyUnderTest proxy{{route}};
@@ -170,10 +169,7 @@ TEST(MemberLifecycle, SlowStartGivesAMemberBackItsShareStepByStep) {
 
 TEST(MemberLifecycle, MaglevRefusesSlowStartWithAClearError) {
     NamedServer a{'a'};
-    RouteConfig route;
-    route.name = "web";
-    route.listen = {loopback_any_port()};
-    route.pool.members = {member_at(a.endpoint())};
+    RouteConfig route = web_route({member_at(a.endpoint())});
     route.pool.balance = BalancePolicy::Maglev;
     route.slow_start = 1s;
     EngineConfig config;
