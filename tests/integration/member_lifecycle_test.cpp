@@ -167,6 +167,26 @@ TEST(MemberLifecycle, SlowStartGivesAMemberBackItsShareStepByStep) {
     EXPECT_NEAR(after, 100, 20);
 }
 
+TEST(MemberLifecycle, AReloadLetsASlowStartUnderWayGoOn) {
+    NamedServer a{'a'};
+    NamedServer b{'b'};
+    RouteConfig route = web_route({member_at(a.endpoint(), 10), member_at(b.endpoint(), 10)});
+    route.slow_start = 2000ms;
+    ProxyUnderTest proxy{{route}};
+    const std::string key = a.endpoint().to_string();
+    ASSERT_TRUE(proxy.engine().set_member_state("web", key, MemberState::Drain).ok);
+    ASSERT_TRUE(proxy.engine().set_member_state("web", key, MemberState::Ready).ok);
+    const auto ready = Clock::now();
+    EngineConfig file = proxy.config();
+    file.routes[0].listen = {proxy.endpoint()};
+    ASSERT_TRUE(proxy.engine().reconfigure(file).applied);
+    std::this_thread::sleep_until(ready + 500ms);
+    // A quarter of the way (2.5 of 10), give or take a slow machine's delays.
+    const unsigned ramping = proxy.engine().members("web").at(0).effective_weight;
+    EXPECT_GE(ramping, 1u);
+    EXPECT_LE(ramping, 7u);
+}
+
 TEST(MemberLifecycle, MaglevRefusesSlowStartWithAClearError) {
     NamedServer a{'a'};
     RouteConfig route = web_route({member_at(a.endpoint())});
