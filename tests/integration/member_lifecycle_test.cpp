@@ -104,6 +104,19 @@ TEST(MemberLifecycle, CloseResetsTheConnectionsOfAMemberWhoseServerDies) {
     EXPECT_EQ(name_through(t.proxy.endpoint(), Deadline{5s}), 'b'); // the backup serves
 }
 
+// Long connections outlive reloads: one opened before a reload is reset too when its
+// member goes down after it.
+TEST(MemberLifecycle, CloseResetsAConnectionOpenedBeforeAReload) {
+    HeldThroughA t{OnMemberDown::Close};
+    ASSERT_TRUE(t.pair.client);
+    EngineConfig file = t.proxy.config();
+    file.routes[0].listen = {t.proxy.endpoint()};
+    ASSERT_TRUE(t.proxy.engine().reconfigure(file).applied);
+    t.a.reset();
+    EXPECT_EQ(read_status(t.pair.client.get()), IoStatus::Reset);
+    EXPECT_EQ(read_status(t.pair.server.get()), IoStatus::Reset);
+}
+
 TEST(MemberLifecycle, KeepLetsTheConnectionsOfAMemberGoneDownGoOn) {
     HeldThroughA t{OnMemberDown::Keep};
     ASSERT_TRUE(t.pair.client);
