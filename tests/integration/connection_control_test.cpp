@@ -77,9 +77,8 @@ IoStatus read_status(int fd) {
 TEST(ConnectionControl, AHeldConnectionIsListedWithItsBytesAndClosingItResetsBothEnds) {
     Listener upstream = listen_loopback(Family::Inet4);
     auto observer = std::make_shared<CloseReasons>();
-    ProxyOptions options;
-    options.observer = observer;
-    ProxyUnderTest proxy{{web_route({upstream.endpoint()})}, options};
+    ProxyUnderTest proxy{{web_route({upstream.endpoint()})},
+                         [&](EngineConfig& c) { c.observer = observer; }};
 
     UniqueFd client = connect_to(proxy.endpoint());
     UniqueFd server = accept_one(upstream.fd(), Deadline{5s});
