@@ -4,7 +4,10 @@
 // (CPUs, addresses, users, the kernel's features) start() finds out.
 #include "api/validate.hpp"
 
+#include "api/route_checks.hpp"
 #include "uringfwd/route.hpp"
+
+#include <algorithm>
 
 #include <fmt/format.h>
 
@@ -84,6 +87,8 @@ void check_route(const RouteConfig& rc, std::vector<std::string>& problems) {
                 fmt::format("listen {}: mode {:04o} is more than permission bits (at most 0777)",
                             listen, *access.mode));
     }
+    if (const std::string ramp = slow_start_problem(rc); !ramp.empty())
+        problem(ramp);
     // One series per member label in the metrics (RouteStats): two alike would be two
     // samples of one series.
     std::set<std::string> labels;
@@ -97,6 +102,16 @@ void check_route(const RouteConfig& rc, std::vector<std::string>& problems) {
 }
 
 } // namespace
+
+std::string slow_start_problem(const RouteConfig& route) {
+    if (route.pool.balance != BalancePolicy::Maglev)
+        return {};
+    const bool members_ramp = std::any_of(
+        route.pool.members.begin(), route.pool.members.end(),
+        [](const UpstreamMember& m) { return m.slow_start && m.slow_start->count() > 0; });
+    return route.slow_start.count() > 0 || members_ramp ? std::string(kMaglevSlowStart)
+                                                        : std::string();
+}
 
 namespace engine {
 

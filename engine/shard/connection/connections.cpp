@@ -118,7 +118,7 @@ int Connections::follow_selection(Connection& conn, const Selection& selection) 
 
 int Connections::connect_next(Connection& conn) {
     ShardRoute& r = *conn.route;
-    r.refresh_health();
+    r.refresh_health(shard_.now);
     std::optional<PickedMember> member = pick_member(conn);
     if (!member && r.pool.only_full_left(conn.attempt.tried, shard_.now) &&
         shard_.now < conn.attempt.connect_deadline) {
@@ -153,8 +153,9 @@ std::optional<Connections::PickedMember> Connections::pick_member(Connection& co
     ShardRoute& r = *conn.route;
     // Counted from now: connects in flight count towards the member's limit and
     // least-active, or a burst of clients would all pick the same member.
-    if (conn.attempt.preferred >= 0 &&
-        conn.attempt.tried.empty()) { // the selector's choice, unless full
+    // The selector's choice, unless full, or drained by the operator (runtime.hpp).
+    if (conn.attempt.preferred >= 0 && conn.attempt.tried.empty() &&
+        r.pool.state(static_cast<std::size_t>(conn.attempt.preferred)) == MemberState::Ready) {
         auto m = static_cast<std::size_t>(conn.attempt.preferred);
         if (SharedLimit::Taken taken = r.pool.opened(m); taken != SharedLimit::Taken::No)
             return PickedMember{m, taken};
@@ -327,7 +328,7 @@ void Connections::on_connected(Connection& conn, int result) {
     if (conn.attempt.member >= 0) {
         auto m = static_cast<std::size_t>(conn.attempt.member);
         ++r.connects[m];
-        if (r.pool.connect_succeeded(m))
+        if (r.pool.connect_succeeded(m, shard_.now))
             shard_.log.info("route \"{}\": upstream {} is up again", r.route.name,
                             r.route.members[m].name);
     }
