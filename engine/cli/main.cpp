@@ -194,8 +194,13 @@ open_control_socket(const uringfwd::OperationsConfig& operations,
                 return control::ControlSocket::adopt(std::move(fd), operations.control);
         }
         std::optional<gid_t> group;
-        if (!operations.control_group.empty())
-            group = uringfwd::lookup_group(operations.control_group);
+        if (!operations.control_group.empty()) {
+            try {
+                group = uringfwd::lookup_group(operations.control_group);
+            } catch (const std::exception& e) {
+                fail(fmt::format("control_group: {}", e.what()));
+            }
+        }
         return control::ControlSocket::bind(operations.control, operations.control_mode, group);
     } catch (const std::exception& e) {
         fail(e.what());

@@ -129,6 +129,23 @@ TEST(ControlSocket, ControlModeAndGroupLetTheGroupIn) {
     EXPECT_THAT(run.out, HasSubstr("route=web listen=127.0.0.1:"));
 }
 
+TEST(ControlSocket, AnUnknownGroupStopsTheStart) {
+    TempDir dir;
+    EchoServer echo;
+    const ConfigFile file{
+        fmt::format("[engine]\ncontrol = \"{}\"\ncontrol_group = \"no-such-group-here\"\n"
+                    "[[route]]\nname = \"web\"\nlisten = \"127.0.0.1:0\"\n  [[route.upstream]]\n"
+                    "  address = \"{}\"\n",
+                    dir.file("control.sock"), echo.endpoint().to_string())};
+    BinaryProcess fwd{uring_fwd_binary(), {"--config", file.path(), "--shards", "1"}};
+    const std::optional<ExitStatus> status = fwd.wait_exit(Deadline{10s});
+    ASSERT_TRUE(status);
+    EXPECT_EQ(status->code, 1);
+    EXPECT_THAT(fwd.stderr_text(),
+                HasSubstr("control_group: no group named \"no-such-group-here\""));
+    EXPECT_FALSE(exists(dir.file("control.sock")));
+}
+
 TEST(ControlSocket, EveryCommandReplies) {
     TempDir dir;
     EchoServer echo;
