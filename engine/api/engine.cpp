@@ -44,7 +44,7 @@ void Engine::Impl::launch() {
     try {
         cpus = engine::choose_shard_cpus(engine::allowed_cpus(), config_.cpus, config_.shards);
         auto table = engine::build_route_table(config_, cpus.size());
-        engine::start_health_checks(*table, log_);
+        engine::start_health_checks(*table, log_, health_watch());
         routes_ = table;
         current_ = config_;
         names_ = std::make_unique<engine::NameRefresher>([this] { refresh_names(); },
@@ -105,6 +105,7 @@ void Engine::Impl::launch() {
             room_.connections_per_shard = shards_[0]->slot_room();
         }
     }
+    shards_made_.store(true, std::memory_order_release);
     warn_about_fd_room();
 }
 
@@ -415,6 +416,32 @@ ReloadResult Engine::update_pool(std::string_view route, UpstreamPool pool) {
 }
 ReloadResult Engine::reconfigure(EngineConfig config) {
     return impl_->reconfigure(std::move(config));
+}
+ChangeResult Engine::set_member_state(std::string_view route, std::string_view member,
+                                      MemberState state) {
+    return impl_->set_member_state(route, member, state);
+}
+ChangeResult Engine::set_member_weight(std::string_view route, std::string_view member,
+                                       unsigned weight) {
+    return impl_->set_member_weight(route, member, weight);
+}
+ChangeResult Engine::add_member(std::string_view route, UpstreamMember member) {
+    return impl_->add_member(route, std::move(member));
+}
+ChangeResult Engine::remove_member(std::string_view route, std::string_view member) {
+    return impl_->remove_member(route, member);
+}
+std::vector<MemberInfo> Engine::members(std::string_view route) const {
+    return impl_->members(route);
+}
+std::vector<OpenConnection> Engine::connections(const ConnectionFilter& filter) const {
+    return impl_->connections(filter);
+}
+ChangeResult Engine::close_connection(uint64_t id) {
+    return impl_->close_connection(id);
+}
+std::size_t Engine::close_connections(std::string_view route, std::string_view member) {
+    return impl_->close_connections(route, member);
 }
 
 } // namespace uringfwd

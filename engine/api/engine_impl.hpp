@@ -13,6 +13,7 @@
 #include "uringfwd/numa_topology.hpp"
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -21,6 +22,7 @@
 #include <string>
 #include <system_error>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace uringfwd {
@@ -71,6 +73,19 @@ public:
     ReloadResult reconfigure(EngineConfig next);
     ReloadResult update_pool(std::string_view route, UpstreamPool pool);
 
+    // member_control.cpp: runtime control of pool members (uringfwd/runtime.hpp).
+    ChangeResult set_member_state(std::string_view route, std::string_view member,
+                                  MemberState state);
+    ChangeResult set_member_weight(std::string_view route, std::string_view member,
+                                   unsigned weight);
+    ChangeResult add_member(std::string_view route, UpstreamMember member);
+    ChangeResult remove_member(std::string_view route, std::string_view member);
+    std::vector<MemberInfo> members(std::string_view route) const;
+    // connection_control.cpp
+    std::vector<OpenConnection> connections(const ConnectionFilter& filter) const;
+    ChangeResult close_connection(uint64_t id);
+    std::size_t close_connections(std::string_view route, std::string_view member);
+
     // handoff.cpp
     std::error_code hand_over(int client_fd, int upstream_fd, std::string_view route,
                               std::span<const std::byte> already_read);
@@ -102,7 +117,44 @@ private:
     };
     // Whether `l` takes clients of the route named `route` (alone or in a group).
     bool serves(const PlannedListener& l, std::string_view route) const;
-    // reconfigure.cpp
+    // reconfigure.cpp; plan_mu_ held.
+    ReloadResult reconfigure_locked(EngineConfig next);
+    // member_control.cpp. A state or weight set at runtime, per route and member name:
+    // kept across reloads while the member is in the configuration.
+    struct RuntimeSetting {
+        std::optional<MemberState> state;
+        std::optional<unsigned> weight;
+        // The configuration's weight when `weight` was set: a reload that changes it
+        // there wins over `weight` (as HAProxy's server-state file does it).
+        unsigned configured_weight = 1;
+        bool empty() const { return !state && !weight; }
+    };
+    using MemberKey = std::pair<std::string, std::string>; // route, member name
+    // Gives `table`'s members what was set for them at runtime, before its shards and
+    // its health checks start; plan_mu_ held.
+    void keep_runtime_settings(engine::RouteTable& table) const;
+    // Once routes_ is the new table: drops what is set for members it has no more, and
+    // weights its configuration changed.
+    void prune_runtime_settings();
+    // Where `member` (a key, else an address, see Engine::set_member_state()) is in
+    // routes_: the route's and the member's index, or an error for an operator.
+    struct MemberPlace {
+        std::size_t route = 0;
+        std::size_t member = 0;
+        std::string error;
+    };
+    MemberPlace find_member(std::string_view route, std::string_view member) const;
+    // The configuration being served, for a change of one pool (update_pool(),
+    // add_member(), remove_member()): current_ with its routes spelled out (the
+    // single-route shorthand too) and every listen address given with port 0 pinned to
+    // the port it got, so that changing a pool does not move its route to a new port.
+    // plan_mu_ held.
+    EngineConfig served_config() const;
+    // Runs `task(shard)` on every shard in turn: false when one has ended.
+    bool on_every_shard(const std::function<void(engine::Shard&)>& task) const;
+    // What the health checkers call on a change: shards reset the connections of
+    // members gone down (on_member_down = Close).
+    engine::HealthChecker::OnChange health_watch();
     std::vector<std::string> needs_restart(const EngineConfig& next) const;
     std::string apply_to_shards(const engine::RouteTable& next,
                                 std::shared_ptr<const engine::RouteTable> table);
@@ -129,6 +181,10 @@ private:
     std::size_t shard_count_ = 0;       // shards the engine starts with
     std::optional<int> steering_base_;  // CPU steering of TCP listeners (see launch())
     std::atomic<bool> stopping_{false}; // stop() was called: hand-overs are refused
+    // launch() has made every shard: shards_ no longer changes (health_watch() reads it
+    // from the checker's thread).
+    std::atomic<bool> shards_made_{false};
+    std::map<MemberKey, RuntimeSetting> runtime_; // plan_mu_
     // The configuration being served: config_ with the routes of the last reconfigure().
     EngineConfig current_;
     // Looks pool host names up again; declared last, so it stops before the rest goes.

@@ -49,6 +49,10 @@ std::vector<std::string> Engine::Impl::needs_restart(const EngineConfig& next) c
 
 ReloadResult Engine::Impl::reconfigure(EngineConfig next) {
     std::lock_guard lock(plan_mu_);
+    return reconfigure_locked(std::move(next));
+}
+
+ReloadResult Engine::Impl::reconfigure_locked(EngineConfig next) {
     ReloadResult result;
     std::shared_ptr<engine::RouteTable> table;
     try {
@@ -63,8 +67,10 @@ ReloadResult Engine::Impl::reconfigure(EngineConfig next) {
             result.errors.push_back(fmt::format("route \"{}\" is defined twice", route.name));
     if (!result.errors.empty())
         return result;
+    // What was set at runtime (member_control.cpp) holds for the members still there.
+    keep_runtime_settings(*table);
     try {
-        engine::start_health_checks(*table, log_);
+        engine::start_health_checks(*table, log_, health_watch());
     } catch (const std::exception& e) {
         result.errors.push_back(fmt::format("health checks: {}", e.what()));
         return result;
@@ -83,6 +89,7 @@ ReloadResult Engine::Impl::reconfigure(EngineConfig next) {
     for (std::size_t i = 0; i < shards_.size(); ++i)
         doorbells_->ring(i);
     routes_ = table;
+    prune_runtime_settings();
     current_.routes = next.routes;
     current_.listen = next.listen;
     current_.upstream = next.upstream;
@@ -97,13 +104,10 @@ ReloadResult Engine::Impl::reconfigure(EngineConfig next) {
 }
 
 ReloadResult Engine::Impl::update_pool(std::string_view route, UpstreamPool pool) {
-    EngineConfig next;
-    {
-        std::lock_guard lock(plan_mu_);
-        next = current_;
-    }
-    // The single-route shorthand becomes the route it stands for.
-    next.routes = engine::effective_routes(next);
+    std::lock_guard lock(plan_mu_);
+    // The single-route shorthand becomes the route it stands for; the route keeps the
+    // port it got for a listen port 0.
+    EngineConfig next = served_config();
     bool found = false;
     for (RouteConfig& each : next.routes) {
         if (each.name == route) {
@@ -116,7 +120,7 @@ ReloadResult Engine::Impl::update_pool(std::string_view route, UpstreamPool pool
         result.errors.push_back(fmt::format("no route named \"{}\"", route));
         return result;
     }
-    return reconfigure(std::move(next));
+    return reconfigure_locked(std::move(next));
 }
 
 void Engine::Impl::refresh_names() {

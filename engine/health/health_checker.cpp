@@ -19,11 +19,13 @@ namespace uringfwd::engine {
 
 using namespace health_detail;
 
-HealthChecker::HealthChecker(std::vector<HealthTarget> targets, Logger log)
-    : targets_(std::move(targets)), log_(std::move(log)),
+HealthChecker::HealthChecker(std::vector<HealthTarget> targets, Logger log, OnChange on_change)
+    : targets_(std::move(targets)), log_(std::move(log)), on_change_(std::move(on_change)),
       published_(std::make_unique<Published[]>(targets_.size())) {
-    for (std::size_t i = 0; i < targets_.size(); ++i)
+    for (std::size_t i = 0; i < targets_.size(); ++i) {
         published_[i].up.store(targets_[i].initially_up, std::memory_order_relaxed);
+        published_[i].paused.store(targets_[i].initially_paused, std::memory_order_relaxed);
+    }
 }
 
 HealthChecker::~HealthChecker() {

@@ -35,6 +35,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -50,12 +51,18 @@ struct HealthTarget {
     SocketAddress address;
     HealthCheck check;
     bool initially_up = true;
+    // Not checked until set_paused(false): its member is in maintenance (runtime.hpp).
+    bool initially_paused = false;
 };
 
 class HealthChecker {
 public:
+    // Called on the checker's thread when a target goes down or comes back up, after
+    // up() says so; must not block (it may post to the shards' mailboxes).
+    using OnChange = std::function<void(std::size_t target, bool up)>;
+
     // Starts nothing: no thread, ring or socket until start().
-    HealthChecker(std::vector<HealthTarget> targets, Logger log);
+    HealthChecker(std::vector<HealthTarget> targets, Logger log, OnChange on_change = {});
     ~HealthChecker(); // stop()
     HealthChecker(const HealthChecker&) = delete;
     HealthChecker& operator=(const HealthChecker&) = delete;
@@ -86,6 +93,16 @@ public:
     TargetStats stats(std::size_t target) const;
     std::size_t size() const { return targets_.size(); }
 
+    // Thread-safe: a paused target is not checked from its next due check on (one in
+    // progress ends as it would), and its verdict stays what it was; unpaused, its
+    // checks go on at their next due time. Maintenance (MemberState::Maint).
+    void set_paused(std::size_t target, bool paused) {
+        published_[target].paused.store(paused, std::memory_order_relaxed);
+    }
+    bool paused(std::size_t target) const {
+        return published_[target].paused.load(std::memory_order_relaxed);
+    }
+
 private:
     class Loop; // the checker thread's ring and checks (health_checker.cpp)
 
@@ -95,12 +112,14 @@ private:
         std::atomic<uint64_t> checks{0};
         std::atomic<uint64_t> failures{0};
         std::atomic<uint64_t> transitions{0};
+        std::atomic<bool> paused{false}; // written by anyone (set_paused)
     };
 
     void run(std::promise<void>& ready);
 
     const std::vector<HealthTarget> targets_;
     const Logger log_;
+    const OnChange on_change_;
     std::unique_ptr<Published[]> published_;
     uring::UniqueFd wake_fd_;
     std::mutex lifecycle_mu_; // start() and stop()

@@ -157,6 +157,12 @@ void HealthChecker::Loop::on_step_done(Probe& p) {
 }
 
 void HealthChecker::Loop::begin_check(Probe& p) {
+    if (p.published->paused.load(std::memory_order_relaxed)) {
+        // In maintenance: no probe reaches the member. Looked at again each interval,
+        // so the checks resume within one of set_paused(false).
+        schedule(p, p.interval);
+        return;
+    }
     p.started = Clock::now();
     p.deadline = p.started + p.timeout;
     p.sent = 0;
@@ -242,12 +248,16 @@ void HealthChecker::Loop::finish_check(Probe& p, const std::string* failure) {
         pub.up.store(false, std::memory_order_release);
         owner_.log_.warn("route \"{}\" upstream {} is down ({} check{} failed: {})", t.route,
                          t.member, p.rules.streak(), p.rules.streak() == 1 ? "" : "s", *failure);
+        if (owner_.on_change_)
+            owner_.on_change_(p.index, false);
         break;
     case RiseFall::Change::WentUp:
         pub.transitions.fetch_add(1, std::memory_order_relaxed);
         pub.up.store(true, std::memory_order_release);
         owner_.log_.info("route \"{}\" upstream {} is up ({} check{} passed)", t.route, t.member,
                          p.rules.streak(), p.rules.streak() == 1 ? "" : "s");
+        if (owner_.on_change_)
+            owner_.on_change_(p.index, true);
         break;
     case RiseFall::Change::None:
         if (failure != nullptr)

@@ -9,25 +9,26 @@ namespace {
 
 // Builds the table of the members whose `backup` flag is `backup`, and the pool index of
 // each table index.
-MaglevTable build_table(const UpstreamPool& pool, std::span<const std::string> keys, bool backup,
-                        std::vector<uint32_t>& ids) {
+MaglevTable build_table(std::span<const PoolState::Member> pool, std::span<const std::string> keys,
+                        bool backup, std::vector<uint32_t>& ids) {
     std::vector<MaglevTable::Member> members;
-    for (std::size_t i = 0; i < pool.members.size(); ++i) {
-        if (pool.members[i].backup != backup)
+    ids.clear();
+    for (std::size_t i = 0; i < pool.size(); ++i) {
+        if (pool[i].backup != backup)
             continue;
-        members.push_back({keys[i], pool.members[i].weight});
+        members.push_back({keys[i], pool[i].weight});
         ids.push_back(static_cast<uint32_t>(i));
     }
     return MaglevTable(members);
 }
 
-// a.active / a.weight < b.active / b.weight, without division.
-bool less_loaded(const PoolState::Member& a, const PoolState::Member& b) {
-    return a.active * b.weight < b.active * a.weight;
+// a.active / wa < b.active / wb, without division.
+bool less_loaded(std::size_t a_active, uint64_t wa, std::size_t b_active, uint64_t wb) {
+    return a_active * wb < b_active * wa;
 }
 
-bool equally_loaded(const PoolState::Member& a, const PoolState::Member& b) {
-    return a.active * b.weight == b.active * a.weight;
+bool equally_loaded(std::size_t a_active, uint64_t wa, std::size_t b_active, uint64_t wb) {
+    return a_active * wb == b_active * wa;
 }
 
 } // namespace
@@ -56,9 +57,56 @@ PoolState::PoolState(const UpstreamPool& pool, std::span<const std::string> keys
     if (policy_ == BalancePolicy::Maglev) {
         if (keys.size() != pool.members.size())
             throw std::invalid_argument("maglev: one key per pool member is needed");
-        primary_table_ = build_table(pool, keys, false, primary_ids_);
-        backup_table_ = build_table(pool, keys, true, backup_ids_);
+        keys_.assign(keys.begin(), keys.end());
+        build_tables();
     }
+}
+
+void PoolState::build_tables() {
+    primary_table_ = build_table(members_, keys_, false, primary_ids_);
+    backup_table_ = build_table(members_, keys_, true, backup_ids_);
+}
+
+bool PoolState::set_state(std::size_t m, MemberState state, Clock::time_point now) {
+    Member& member = members_[m];
+    if (member.state == state)
+        return false;
+    if (state == MemberState::Ready)
+        member.ramp_from = now;
+    member.state = state;
+    return true;
+}
+
+void PoolState::set_weight(std::size_t m, unsigned weight) {
+    weight = std::max(1u, weight);
+    if (members_[m].weight == weight)
+        return;
+    members_[m].weight = weight;
+    if (policy_ == BalancePolicy::Maglev)
+        build_tables();
+}
+
+uint64_t PoolState::pick_weight(std::size_t m, Clock::time_point now) const {
+    const Member& member = members_[m];
+    const uint64_t full = uint64_t{member.weight} * kWeightScale;
+    if (member.slow_start.count() <= 0 || now < member.ramp_from)
+        return full;
+    const auto elapsed = now - member.ramp_from;
+    if (elapsed >= member.slow_start)
+        return full;
+    const auto part = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count());
+    const auto whole = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(member.slow_start).count());
+    return std::max<uint64_t>(1, full * part / whole);
+}
+
+unsigned PoolState::effective_weight(std::size_t m, Clock::time_point now) const {
+    if (!available(m, now))
+        return 0;
+    if (policy_ == BalancePolicy::Maglev)
+        return members_[m].weight;
+    return static_cast<unsigned>((pick_weight(m, now) + kWeightScale / 2) / kWeightScale);
 }
 
 SharedLimit::Taken PoolState::opened(std::size_t m) {
@@ -89,13 +137,18 @@ bool PoolState::connect_failed(std::size_t m, Clock::time_point now) {
     return members_[m].passive.failed(passive_config_, now);
 }
 
-bool PoolState::connect_succeeded(std::size_t m) {
-    return members_[m].passive.succeeded();
+bool PoolState::connect_succeeded(std::size_t m, Clock::time_point now) {
+    const bool back = members_[m].passive.succeeded();
+    if (back)
+        members_[m].ramp_from = now;
+    return back;
 }
 
-bool PoolState::set_checked_up(std::size_t m, bool up) {
+bool PoolState::set_checked_up(std::size_t m, bool up, Clock::time_point now) {
     const bool changed = members_[m].checked_up != up;
     members_[m].checked_up = up;
+    if (changed && up)
+        members_[m].ramp_from = now;
     return changed;
 }
 
@@ -105,7 +158,7 @@ bool PoolState::backups_only(const TriedSet& tried, Clock::time_point now) const
     // `fall`-th failure and the checker on its next check. So its retry may go to a
     // backup at once rather than resetting the client (issue 20).
     for (std::size_t i = 0; i < members_.size(); ++i)
-        if (!members_[i].backup && up(i, now) && !tried.contains(i))
+        if (!members_[i].backup && available(i, now) && !tried.contains(i))
             return false;
     return true;
 }
@@ -113,7 +166,7 @@ bool PoolState::backups_only(const TriedSet& tried, Clock::time_point now) const
 bool PoolState::only_full_left(const TriedSet& tried, Clock::time_point now) const {
     const bool backups = backups_only(tried, now);
     for (std::size_t i = 0; i < members_.size(); ++i)
-        if (members_[i].backup == backups && up(i, now) && !tried.contains(i) && full(i))
+        if (members_[i].backup == backups && available(i, now) && !tried.contains(i) && full(i))
             return true;
     return false;
 }
@@ -122,18 +175,25 @@ std::optional<std::size_t> PoolState::choose(uint64_t client_hash, const TriedSe
                                              Clock::time_point now) {
     const bool backups = backups_only(tried, now);
     const auto candidate = [&](std::size_t i) {
-        return members_[i].backup == backups && up(i, now) && !full(i) && !tried.contains(i);
+        return members_[i].backup == backups && available(i, now) && !full(i) && !tried.contains(i);
     };
-    const auto weight = [&](std::size_t i) { return members_[i].weight; };
+    const auto weight = [&](std::size_t i) { return pick_weight(i, now); };
 
     switch (policy_) {
     case BalancePolicy::RoundRobin:
         return wrr_.pick(weight, candidate);
     case BalancePolicy::LeastActive: {
         std::optional<std::size_t> best;
-        for (std::size_t i = 0; i < members_.size(); ++i)
-            if (candidate(i) && (!best || less_loaded(members_[i], members_[*best])))
+        uint64_t best_weight = 0;
+        for (std::size_t i = 0; i < members_.size(); ++i) {
+            if (!candidate(i))
+                continue;
+            const uint64_t w = weight(i);
+            if (!best || less_loaded(members_[i].active, w, members_[*best].active, best_weight)) {
                 best = i;
+                best_weight = w;
+            }
+        }
         if (!best)
             return std::nullopt;
         // Equally loaded members share by weight, as nginx's least_conn does
@@ -141,9 +201,10 @@ std::optional<std::size_t> PoolState::choose(uint64_t client_hash, const TriedSe
         // src/http/modules/ngx_http_upstream_least_conn_module.c): otherwise the lowest
         // index would win every tie, and short connections (all at 0 active) would all
         // go to one member.
-        const Member& least = members_[*best];
+        const std::size_t least_active = members_[*best].active;
         return wrr_.pick(weight, [&](std::size_t i) {
-            return candidate(i) && equally_loaded(members_[i], least);
+            return candidate(i) &&
+                   equally_loaded(members_[i].active, weight(i), least_active, best_weight);
         });
     }
     case BalancePolicy::Maglev: {

@@ -11,6 +11,7 @@
 #include "routing/smooth_wrr.hpp"
 #include "routing/tried_set.hpp"
 #include "uringfwd/route.hpp"
+#include "uringfwd/runtime.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -28,12 +29,17 @@ public:
     using Clock = std::chrono::steady_clock;
 
     struct Member {
-        unsigned weight = 1; // the configured weight, at least 1
+        unsigned weight = 1; // the configured weight (or one set at runtime), at least 1
         bool backup = false;
         SharedLimit* limit = nullptr; // its max_connections, counted by every shard
         std::size_t active = 0;       // this shard's connections to it, connecting included
         bool checked_up = true;       // the active health checker's last verdict
         PassiveHealthState passive;
+        MemberState state = MemberState::Ready; // the operator's (runtime.hpp)
+        // Slow start: from `ramp_from` on, the member's share climbs from nothing to
+        // its weight over `slow_start` (0: no ramp).
+        std::chrono::milliseconds slow_start{0};
+        Clock::time_point ramp_from{};
     };
 
     // `keys`: one per member, in the pool's order, naming it to every engine (its
@@ -79,20 +85,49 @@ public:
     // true when it changes whether `m` is marked down, the moment to log it: failed, on
     // the `fall`-th failure in a row; succeeded, when a marked member connects again.
     // Failed trials while marked down extend the backoff and return false.
+    // A marked member that connects again starts its slow start at `now`.
     bool connect_failed(std::size_t m, Clock::time_point now);
-    bool connect_succeeded(std::size_t m);
+    bool connect_succeeded(std::size_t m, Clock::time_point now = {});
 
     // The engine-wide active health checker's verdict on `m` (up until it says
-    // otherwise). Returns true when it changed.
-    bool set_checked_up(std::size_t m, bool up);
+    // otherwise). Returns true when it changed; a member that comes up starts its slow
+    // start at `now`.
+    bool set_checked_up(std::size_t m, bool up, Clock::time_point now = {});
 
     // Whether `m` may be chosen at `now` as far as health goes: the checker has it up
     // and passive health has it neither down nor in its backoff.
     bool up(std::size_t m, Clock::time_point now) const;
 
+    // Runtime control (runtime.hpp). Only a Ready member is a candidate; one set Ready
+    // from Drain or Maint starts its slow start at `now`. Returns true when it changed.
+    bool set_state(std::size_t m, MemberState state, Clock::time_point now);
+    MemberState state(std::size_t m) const { return members_[m].state; }
+    // 1..1000 (0 counts as 1); Maglev builds its tables again.
+    void set_weight(std::size_t m, unsigned weight);
+    void set_slow_start(std::size_t m, std::chrono::milliseconds ramp) {
+        members_[m].slow_start = ramp;
+    }
+    // Starts (or restarts) m's slow start at `from`.
+    void begin_ramp(std::size_t m, Clock::time_point from) { members_[m].ramp_from = from; }
+    // What balancing gives `m` at `now`, in its weight's units: 0 while it is not a
+    // candidate for health or state, during slow start its ramp's value (rounded), else
+    // its weight (Engine::members()).
+    unsigned effective_weight(std::size_t m, Clock::time_point now) const;
+
 private:
-    // Whether choose() takes backups now: no primary is up and untried.
+    // Whether choose() takes backups now: no primary is available and untried.
     bool backups_only(const TriedSet& tried, Clock::time_point now) const;
+    // Up, and Ready: what a new connection may go to, but for limits and its tries.
+    bool available(std::size_t m, Clock::time_point now) const {
+        return members_[m].state == MemberState::Ready && up(m, now);
+    }
+    // m's weight for round-robin and least-active at `now`, in 1/kWeightScale units of
+    // a configured weight, so that a ramp climbs in fine steps even for weight 1; at
+    // least 1 (a member ramping up gets a trickle from its first moment).
+    uint64_t pick_weight(std::size_t m, Clock::time_point now) const;
+    void build_tables();
+
+    static constexpr uint64_t kWeightScale = 1000;
 
     std::vector<std::unique_ptr<SharedLimit>> own_limits_; // when none were given
     BalancePolicy policy_;
@@ -106,6 +141,7 @@ private:
     MaglevTable backup_table_;
     std::vector<uint32_t> primary_ids_;
     std::vector<uint32_t> backup_ids_;
+    std::vector<std::string> keys_; // Maglev's, by member
 };
 
 } // namespace uringfwd::engine

@@ -123,6 +123,7 @@ std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config, std::s
         route.accept_proxy = rc.accept_proxy;
         route.proxy_tlvs = rc.proxy_tlvs;
         route.send_proxy = rc.send_proxy;
+        route.on_member_down = rc.on_member_down;
         for (const std::string& text : rc.trusted_sources) {
             std::string error;
             std::optional<Cidr> cidr = Cidr::parse(text, error);
@@ -166,14 +167,22 @@ std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config, std::s
                         m.name.empty() ? "; give each a name to connect to one address twice"
                                        : ""));
             try {
-                route.members.push_back({resolve_upstream(m.address), std::move(label), -1,
-                                         m.send_proxy.value_or(rc.send_proxy), nullptr});
+                MemberRoute member;
+                member.address = resolve_upstream(m.address);
+                member.name = std::move(label);
+                member.send_proxy = m.send_proxy.value_or(rc.send_proxy);
+                route.members.push_back(std::move(member));
             } catch (const std::exception& e) {
                 throw std::runtime_error(fmt::format("route \"{}\": {}", rc.name, e.what()));
             }
             MemberRoute& added = route.members.back();
             const MemberRoute* kept = member_named(before, added.name);
             added.limit = limit_for(kept ? &kept->limit : nullptr, m.max_connections, shards);
+            added.slow_start = m.slow_start.value_or(rc.slow_start);
+            if (kept != nullptr)
+                added.ramp_from = kept->ramp_from; // a ramp under way goes on
+            else if (before != nullptr)
+                added.ramp_from = std::chrono::steady_clock::now(); // new to a running route
         }
         table->routes.push_back(std::move(route));
     }
@@ -204,19 +213,21 @@ void apply_limits(const RouteTable& table) {
     }
 }
 
-void start_health_checks(RouteTable& table, const Logger& log) {
+void start_health_checks(RouteTable& table, const Logger& log, HealthChecker::OnChange on_change) {
     std::vector<HealthTarget> targets;
     for (Route& route : table.routes) {
         if (!route.pool.health_check.enabled)
             continue;
         for (MemberRoute& member : route.members) {
             member.health_target = static_cast<int>(targets.size());
-            targets.push_back({route.name, member.name, member.address, route.pool.health_check});
+            targets.push_back({route.name, member.name, member.address, route.pool.health_check,
+                               true, member.state == MemberState::Maint});
         }
     }
     if (targets.empty())
         return;
-    table.health = std::make_shared<HealthChecker>(std::move(targets), log.with_prefix("health"));
+    table.health = std::make_shared<HealthChecker>(std::move(targets), log.with_prefix("health"),
+                                                   std::move(on_change));
     table.health->start();
 }
 

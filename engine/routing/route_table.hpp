@@ -11,8 +11,10 @@
 #include "routing/sni_router.hpp"
 #include "support/logger.hpp"
 #include "uringfwd/config.hpp"
+#include "uringfwd/runtime.hpp"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +28,14 @@ struct MemberRoute {
     ProxyVersion send_proxy = ProxyVersion::Off; // its own, or the route's
     // Its max_connections, counted by every shard (never null).
     std::shared_ptr<SharedLimit> limit;
+    // Runtime control (uringfwd/runtime.hpp): the operator's state it starts with on
+    // every shard (kept across a reload by the engine), its slow start (its own or the
+    // route's) and when that ramp began (a member a reload or add_member brought in;
+    // epoch: none).
+    MemberState state = MemberState::Ready;
+    std::optional<unsigned> runtime_weight; // set at runtime, over pool.members' weight
+    std::chrono::milliseconds slow_start{0};
+    std::chrono::steady_clock::time_point ramp_from{};
 };
 
 // A listen address of a route, resolved, with how its socket is set up (user and
@@ -54,6 +64,7 @@ struct Route {
     std::vector<Cidr> trusted_sources;
     std::vector<uint8_t> proxy_tlvs;
     ProxyVersion send_proxy = ProxyVersion::Off; // for an address the selector chose
+    OnMemberDown on_member_down = OnMemberDown::Keep;
 };
 
 // One listen address and the routes that share it (most often one).
@@ -86,7 +97,8 @@ struct RouteTable {
 // (SniRouter::problems(), or socket options that differ). `shards`: how many shards
 // count the limits. `previous`: the table being replaced, whose limits a route of the
 // same name (and its members of the same name) keep; their values change only with
-// apply_limits(), once the new table is in use.
+// apply_limits(), once the new table is in use. A member new to a route `previous` has
+// starts its slow start now.
 std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config, std::size_t shards,
                                               const RouteTable* previous = nullptr);
 
@@ -96,7 +108,9 @@ void apply_limits(const RouteTable& table);
 
 // Creates and starts the table's health checker when a pool asks for checks.
 // Throws std::runtime_error when its ring cannot be set up.
-void start_health_checks(RouteTable& table, const Logger& log);
+// `on_change`: told of every verdict that changes (HealthChecker::OnChange).
+void start_health_checks(RouteTable& table, const Logger& log,
+                         HealthChecker::OnChange on_change = {});
 
 // The socket options of a Unix listener's access settings, users and groups looked up
 // (lookup_user(), lookup_group()). Throws std::runtime_error naming the one not found.

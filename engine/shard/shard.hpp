@@ -31,6 +31,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace uringfwd::engine {
@@ -100,6 +101,8 @@ public:
     // Thread-safe: runs `task` on the shard's thread between two batches of completions
     // and returns once it has run; false, without running it, once the shard has ended.
     bool call(const std::function<void()>& task);
+    // Thread-safe: the same without waiting for it (false once the shard has ended).
+    bool post(std::function<void()> task);
     // On the shard's thread only (through call()): adds this shard's counts to `out`,
     // one entry per route of the current configuration, matched by name, then the
     // routes and members a reconfigure removed, while connections drain on them. A
@@ -115,6 +118,25 @@ public:
     // On the shard's thread only: every listener's accept is armed anew
     // (Listener::rearm()).
     void rearm_listeners();
+
+    // shard_control.cpp: runtime control (uringfwd/runtime.hpp), on the shard's thread
+    // only (through call()). Member `member` of the current route named `route` (the
+    // engine's table, the same on every shard): false when there is none.
+    bool set_member_state(std::string_view route, std::size_t member, MemberState state);
+    bool set_member_weight(std::string_view route, std::size_t member, unsigned weight);
+    // Adds this shard's counts to the entries of `out` (matched by route and member
+    // name): open connections, connects and failures (of retired routes too, whose
+    // connections drain), the largest effective weight, and Down where passive health
+    // has a member without an active check marked down.
+    void add_member_stats(std::vector<MemberInfo>& out) const;
+    void add_connections(std::vector<OpenConnection>& out, const ConnectionFilter& filter,
+                         std::size_t limit);
+    // Resets it (CloseReason::Admin): false when this shard has no such open connection.
+    bool close_connection(uint64_t id);
+    std::size_t close_connections(std::string_view route, std::string_view member);
+    // A health check changed its verdict on a member: routes with on_member_down =
+    // Close reset the forwarding connections of their members that are down.
+    void close_down_members();
 
     const ShardCounters& counters() const { return counters_; }
     // True once run() has returned (or never got past setup).
@@ -186,6 +208,11 @@ private:
     void arm_idle_sweep();
     void on_wake(int result);
     void wake();
+    // shard_control.cpp
+    ShardRoute* current_route(std::string_view name);
+    // After a change: `old`'s route resets the forwarding connections of the members it
+    // has no more, when its new version says on_member_down = Close.
+    void close_removed_members(const ShardRoute& old);
     // shard_reload.cpp
     std::string apply(ShardChange& change);
     void prune_retired_routes();

@@ -26,6 +26,7 @@ std::string Shard::apply(ShardChange& change) {
         return e.what();
     }
     // The old routes stay, retired, for the connections that still point at them.
+    const std::size_t first_retired = retired_routes_.size();
     for (auto& route : routes_) {
         // Its listeners move to the new route (or close): only its waiting clients
         // still want room at its limit.
@@ -41,6 +42,8 @@ std::string Shard::apply(ShardChange& change) {
                                                        static_cast<std::size_t>(setup_.index)));
     setup_.routes = change.routes;
     make_group_inspectors();
+    for (std::size_t i = first_retired; i < retired_routes_.size(); ++i)
+        close_removed_members(*retired_routes_[i]);
 
     // An address kept keeps its socket, so no client of it is ever refused; its
     // clients go to the new route from now on.

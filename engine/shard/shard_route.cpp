@@ -34,7 +34,16 @@ ShardRoute::ShardRoute(const Route& r, std::shared_ptr<const RouteTable> t, std:
       pool(with_passive_health_where_useful(r.pool), member_keys(r), member_limits(r)),
       inspectors(make_inspectors(r)), connects(r.members.size(), 0), failures(r.members.size(), 0),
       failures_by(r.members.size()), member_bytes_to_upstream(r.members.size(), 0),
-      member_bytes_to_client(r.members.size(), 0) {}
+      member_bytes_to_client(r.members.size(), 0) {
+    for (std::size_t m = 0; m < r.members.size(); ++m) {
+        const MemberRoute& member = r.members[m];
+        pool.set_slow_start(m, member.slow_start);
+        pool.begin_ramp(m, member.ramp_from);
+        pool.set_state(m, member.state, member.ramp_from);
+        if (member.runtime_weight)
+            pool.set_weight(m, *member.runtime_weight);
+    }
+}
 
 void ShardRoute::want_member_room() {
     if (wanting_members)
@@ -52,12 +61,12 @@ void ShardRoute::stop_wanting_member_room() {
         m.limit->unwant(shard);
 }
 
-void ShardRoute::refresh_health() {
+void ShardRoute::refresh_health(std::chrono::steady_clock::time_point now) {
     if (!table->health)
         return;
     for (std::size_t m = 0; m < route.members.size(); ++m)
         if (int target = route.members[m].health_target; target >= 0)
-            pool.set_checked_up(m, table->health->up(static_cast<std::size_t>(target)));
+            pool.set_checked_up(m, table->health->up(static_cast<std::size_t>(target)), now);
 }
 
 std::chrono::milliseconds ShardRoute::connect_deadline() const {

@@ -103,8 +103,9 @@ struct ShardRoute {
     // The same at every member's limit, for connections waiting for a member.
     void want_member_room();
     void stop_wanting_member_room();
-    // Takes the health checker's latest verdicts into the pool (when it has checks).
-    void refresh_health();
+    // Takes the health checker's latest verdicts into the pool (when it has checks); a
+    // member that came up starts its slow start at `now`.
+    void refresh_health(std::chrono::steady_clock::time_point now);
     // All connect attempts of one client together end by then.
     std::chrono::milliseconds connect_deadline() const;
     bool hashes_client() const { return route.pool.balance == BalancePolicy::Maglev; }

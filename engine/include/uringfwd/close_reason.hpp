@@ -26,6 +26,9 @@
     R(arg, IdleTimeout, idle_timeout, "no byte in either direction for the route's idle_timeout")  \
     R(arg, DrainTimeout, drain_timeout, "still open when the drain after stop() ran out")          \
     R(arg, Stopped, stopped, "reset by a stop without drain")                                      \
+    R(arg, Admin, admin, "reset by Engine::close_connection(s) (the control socket's close)")      \
+    R(arg, MemberDown, member_down,                                                                \
+      "reset as its route's on_member_down = close says: its member went down or was removed")     \
     R(arg, LocalError, local_error,                                                                \
       "the engine could not serve it (no socket for the upstream, an unexpected result)")          \
     R(arg, InspectTimeout, inspect_timeout,                                                        \

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "uringfwd/config.hpp"
+#include "uringfwd/runtime.hpp"
 #include "uringfwd/stats.hpp"
 
 #include <chrono>
@@ -216,6 +217,47 @@ public:
     // on its own thread (they share nothing); returns once each has answered, a wake-up
     // and a few microseconds per shard. Empty once the engine has stopped.
     std::vector<RouteStats> route_stats() const;
+
+    // Runtime control (uringfwd/runtime.hpp), without a reload. Thread-safe, from any
+    // thread but a shard's own (an observer or a selector must not call them: each
+    // waits for every shard); each returns once every shard has applied the change (or
+    // answered). `member` is a member's key (UpstreamMember::name, or its address as
+    // written) or, when no key matches, its address as written or resolved if one
+    // member alone has it. A reload (reconfigure(), update_pool()) keeps a state and a
+    // weight set here for the members still in the new configuration; a weight only
+    // while the configuration's own weight for it stays what it was (a changed one
+    // wins, as HAProxy's server-state file does it). Errors name what was not found
+    // and what there is.
+    //
+    // Drain: no new connection goes to it (under every policy; Maglev passes it over as
+    // a down member: its clients go to their next choice, and come back to it with
+    // Ready); open connections go on. Maint: the same, and its active health checks
+    // stop. Ready: back in, ramping up over the route's slow_start if it has one.
+    ChangeResult set_member_state(std::string_view route, std::string_view member,
+                                  MemberState state);
+    // 1..1000, as in the configuration.
+    ChangeResult set_member_weight(std::string_view route, std::string_view member,
+                                   unsigned weight);
+    // A new member for the route's pool, resolved on the caller's thread (a host name
+    // may block), ramping up over slow_start. Gone at the next reload unless the new
+    // configuration has it too.
+    ChangeResult add_member(std::string_view route, UpstreamMember member);
+    // The member takes no new connection; open ones keep it until they close (or, with
+    // the route's on_member_down = Close, are reset). The last member cannot go.
+    ChangeResult remove_member(std::string_view route, std::string_view member);
+    // Every member of `route` (all routes when empty; unknown: none), in the
+    // configuration's order.
+    std::vector<MemberInfo> members(std::string_view route = {}) const;
+    // The open connections, gathered on each shard's own thread, shard by shard; one
+    // shard's are a snapshot of one moment. Empty once the engine has stopped.
+    std::vector<OpenConnection> connections(const ConnectionFilter& filter = {}) const;
+    // Resets both sides of the connection (RST: SO_LINGER 0), counted as closed_admin;
+    // the observer's record says CloseReason::Admin. Returns once its shard has begun
+    // closing it; an error when no open connection has that id.
+    ChangeResult close_connection(uint64_t id);
+    // The same for every open connection of `route` (of one member of it when given):
+    // how many were closed.
+    std::size_t close_connections(std::string_view route, std::string_view member = {});
 
     class Impl;
 

@@ -48,6 +48,16 @@ std::optional<uint8_t> parse_proxy_tlv_type(std::string_view text);
 // or "" when it is one.
 std::string cidr_problem(std::string_view text);
 
+// What a route does with the open connections of a member that goes down (its active
+// health check fails it) or leaves the pool (Engine::remove_member(), a reload).
+enum class OnMemberDown {
+    Keep,  // they go on until they end (the default)
+    Close, // they are reset, both sides, counted as closed_member_down (HAProxy
+           // on-marked-down shutdown-sessions, Envoy close_connections_on_host_health_failure)
+};
+std::string_view to_string(OnMemberDown what); // "keep", "close"
+std::optional<OnMemberDown> parse_on_member_down(std::string_view text);
+
 struct UpstreamMember {
     Endpoint address;    // a host name is resolved at start (and every resolve_interval)
     unsigned weight = 1; // 1..1000
@@ -65,6 +75,8 @@ struct UpstreamMember {
     // address as written. Unique within the route, so two members may share an
     // address only under names of their own.
     std::string name = {};
+    // Its own slow start, overriding the route's (RouteConfig::slow_start).
+    std::optional<std::chrono::milliseconds> slow_start = std::nullopt;
 };
 
 // Active health check: a TCP connect to each member every `interval`, run once per
@@ -200,6 +212,15 @@ struct RouteConfig {
     // A header sent to the upstream before any client byte (members may override).
     // Not for Engine::forward_pair: its upstream is the application's own connection.
     ProxyVersion send_proxy = ProxyVersion::Off;
+
+    // Runtime control (uringfwd/runtime.hpp).
+    OnMemberDown on_member_down = OnMemberDown::Keep;
+    // A member that comes up (its health check passes again, passive health lets it
+    // back, it is set Ready after Drain or Maint, or it is added) gets its share of new
+    // connections step by step: its effective weight climbs from 0 to its weight,
+    // linearly, over this long. 0: at once. Not for Maglev (refused): a lookup table
+    // has no weight to ramp.
+    std::chrono::milliseconds slow_start{0};
 };
 
 } // namespace uringfwd

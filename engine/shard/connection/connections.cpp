@@ -118,7 +118,7 @@ int Connections::follow_selection(Connection& conn, const Selection& selection) 
 
 int Connections::connect_next(Connection& conn) {
     ShardRoute& r = *conn.route;
-    r.refresh_health();
+    r.refresh_health(shard_.now);
     std::optional<PickedMember> member = pick_member(conn);
     if (!member && r.pool.only_full_left(conn.attempt.tried, shard_.now) &&
         shard_.now < conn.attempt.connect_deadline) {
@@ -327,7 +327,7 @@ void Connections::on_connected(Connection& conn, int result) {
     if (conn.attempt.member >= 0) {
         auto m = static_cast<std::size_t>(conn.attempt.member);
         ++r.connects[m];
-        if (r.pool.connect_succeeded(m))
+        if (r.pool.connect_succeeded(m, shard_.now))
             shard_.log.info("route \"{}\": upstream {} is up again", r.route.name,
                             r.route.members[m].name);
     }

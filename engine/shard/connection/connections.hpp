@@ -10,11 +10,13 @@
 #include "shard/loop/shard_context.hpp"
 #include "shard/shard_route.hpp"
 #include "support/log_throttle.hpp"
+#include "uringfwd/runtime.hpp"
 
 #include <cstddef>
 #include <deque>
 #include <functional>
 #include <optional>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -56,6 +58,23 @@ public:
 
     // Closes every connection with RST, for `reason` (DrainTimeout or Stopped).
     void close_all(CloseReason reason);
+
+    // connection_control.cpp: runtime control (uringfwd/runtime.hpp).
+    // Adds the open connections that pass `filter` to `out` until it holds `limit`
+    // (0: no limit).
+    void snapshot(std::vector<OpenConnection>& out, const ConnectionFilter& filter,
+                  std::size_t limit);
+    // Closes the open connection with this id: false when there is none (or it is
+    // closing already).
+    bool close_by_id(uint64_t id, CloseReason reason);
+    // Closes the open connections of the route named `route` (every route when empty),
+    // of its member `member` when given: how many.
+    std::size_t close_where(std::string_view route, std::string_view member, CloseReason reason);
+    // Closes the forwarding connections of `route` (this shard's state of it) whose
+    // member passes `member` (its index): how many.
+    std::size_t close_forwarding_to(const ShardRoute& route,
+                                    const std::function<bool(std::size_t)>& member,
+                                    CloseReason reason);
 
     std::size_t active() const { return table_.active(); }
     Directions& directions() { return directions_; }
@@ -147,6 +166,9 @@ private:
     void finalize(Connection& conn);
     void count_closed(const Connection& conn, ShardCounters& counters);
     std::string tried_names(const Connection& conn) const;
+    // connection_control.cpp
+    static bool matches(const Connection& conn, std::string_view route, std::string_view member);
+    std::string upstream_text(const Connection& conn) const;
 
     ShardContext& shard_;
     Room room_;

@@ -43,7 +43,7 @@ void Connections::resume_member_waiters() {
         Connection* conn = table_.find(slot, generation);
         if (conn == nullptr || !conn->attempt.waiting_member)
             continue; // closed, or gone on by other means
-        conn->route->refresh_health();
+        conn->route->refresh_health(shard_.now);
         std::optional<PickedMember> member = pick_member(*conn);
         if (!member) {
             member_waiters_.emplace_back(slot, generation);

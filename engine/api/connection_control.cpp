@@ -1,0 +1,51 @@
+// Runtime control of open connections (Engine::connections(), close_connection(),
+// close_connections()): each shard is asked on its own thread, through its mailbox.
+#include "api/engine_impl.hpp"
+
+#include "support/plural.hpp"
+
+#include <fmt/format.h>
+
+namespace uringfwd {
+
+std::vector<OpenConnection> Engine::Impl::connections(const ConnectionFilter& filter) const {
+    std::vector<OpenConnection> out;
+    if (!on_every_shard([&](engine::Shard& s) { s.add_connections(out, filter, filter.limit); }))
+        return {};
+    return out;
+}
+
+ChangeResult Engine::Impl::close_connection(uint64_t id) {
+    // The shard that opened it is in the id's top 16 bits (Connections::open()).
+    const uint64_t shard = id >> 48;
+    bool closed = false;
+    if (shard < shards_.size()) {
+        engine::Shard* s = shards_[shard].get();
+        if (!s->call([s, id, &closed] { closed = s->close_connection(id); }))
+            return {false, "the engine has stopped"};
+    }
+    if (!closed)
+        return {false, fmt::format("no open connection {}", id)};
+    return {true, {}};
+}
+
+std::size_t Engine::Impl::close_connections(std::string_view route, std::string_view member) {
+    std::string key;
+    if (!member.empty()) {
+        // An address names the member as it does for set_member_state().
+        std::lock_guard lock(plan_mu_);
+        MemberPlace place = find_member(route, member);
+        if (!place.error.empty())
+            return 0;
+        key = routes_->routes[place.route].members[place.member].name;
+    }
+    std::size_t closed = 0;
+    on_every_shard([&](engine::Shard& s) { closed += s.close_connections(route, key); });
+    if (closed > 0)
+        log_.info("route \"{}\"{}: {} reset by the operator", route,
+                  key.empty() ? std::string() : fmt::format(" member {}", key),
+                  engine::count_of(closed, "connection"));
+    return closed;
+}
+
+} // namespace uringfwd
