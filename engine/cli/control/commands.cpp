@@ -1,6 +1,7 @@
 #include "cli/control/commands.hpp"
 
 #include "cli/control/json_object.hpp"
+#include "cli/control/member_commands.hpp"
 #include "uringfwd/route.hpp"
 #include "uringfwd/version.hpp"
 
@@ -179,10 +180,19 @@ Reply run_command(const Command& c, Engine& engine, const ProcessFacts& facts) {
         return show_stats(c, engine);
     case Verb::ShowRoutes:
         return show_routes(c, engine);
-    default:
-        break;
+    case Verb::ShowMembers:
+        return show_members(c, engine);
+    case Verb::ShowConnections:
+        return show_connections(c, engine);
+    case Verb::SetMemberState:
+    case Verb::SetMemberWeight:
+    case Verb::AddMember:
+    case Verb::DelMember:
+    case Verb::CloseConnection:
+    case Verb::CloseConnections:
+        return change(c, engine);
     }
-    return error_reply("not available yet");
+    return error_reply("unknown command");
 }
 
 } // namespace uringfwd::cli::control

@@ -1,6 +1,7 @@
 // What each control command does, over the engine's public API: a thin client of
-// Engine::info(), stats() and route_stats(). Runs on the control server's thread; every
-// call it makes is one the engine allows from any thread.
+// Engine::info(), stats(), route_stats() and, for members and connections, the runtime
+// API (uringfwd/runtime.hpp, member_commands.hpp). Runs on the control server's thread;
+// every call it makes is one the engine allows from any thread but a shard's.
 #pragma once
 
 #include "cli/control/command.hpp"
