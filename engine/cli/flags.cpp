@@ -366,7 +366,9 @@ void add_flags(CLI::App& app, Flags& flags) {
                "refused.\n"
                "With --config, the engine flags above (--shards, --cpus, --data-path, ...) "
                "override the file's [engine] values; --cpus and --numa-node replace its cpus "
-               "and numa_nodes together.");
+               "and numa_nodes together.\n"
+               "uring-fwd ctl [--control PATH] COMMAND... sends one command to a running "
+               "process's control socket and prints the reply (uring-fwd ctl --help).");
 }
 
 EngineConfig config_from_flags(const CLI::App& app, const Flags& flags) {
