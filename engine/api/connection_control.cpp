@@ -9,8 +9,17 @@
 namespace uringfwd {
 
 std::vector<OpenConnection> Engine::Impl::connections(const ConnectionFilter& filter) const {
+    ConnectionFilter by_key = filter;
+    if (!filter.route.empty() && !filter.member.empty()) {
+        // An address names the member as it does for set_member_state().
+        std::lock_guard lock(plan_mu_);
+        MemberPlace place = find_member(filter.route, filter.member);
+        if (!place.error.empty())
+            return {};
+        by_key.member = routes_->routes[place.route].members[place.member].name;
+    }
     std::vector<OpenConnection> out;
-    if (!on_every_shard([&](engine::Shard& s) { s.add_connections(out, filter, filter.limit); }))
+    if (!on_every_shard([&](engine::Shard& s) { s.add_connections(out, by_key, by_key.limit); }))
         return {};
     return out;
 }
@@ -30,6 +39,8 @@ ChangeResult Engine::Impl::close_connection(uint64_t id) {
 }
 
 std::size_t Engine::Impl::close_connections(std::string_view route, std::string_view member) {
+    if (route.empty())
+        return 0; // never every route's at once by a slip
     std::string key;
     if (!member.empty()) {
         // An address names the member as it does for set_member_state().

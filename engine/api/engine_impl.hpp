@@ -150,6 +150,14 @@ private:
     // the port it got, so that changing a pool does not move its route to a new port.
     // plan_mu_ held.
     EngineConfig served_config() const;
+    // A change of one member set at runtime: finds `member` of `route` (plan_mu_ taken
+    // here), lets `record` note it in runtime_ (and do what it must off the shards),
+    // runs `apply(shard, route name, member index)` on every shard and logs `done`.
+    using MemberChange = std::function<void(const engine::Route&, std::size_t, RuntimeSetting&)>;
+    using ShardChangeOf = std::function<void(engine::Shard&, const std::string&, std::size_t)>;
+    ChangeResult change_member(std::string_view route, std::string_view member,
+                               const MemberChange& record, const ShardChangeOf& apply,
+                               const std::string& done);
     // Runs `task(shard)` on every shard in turn: false when one has ended.
     bool on_every_shard(const std::function<void(engine::Shard&)>& task) const;
     // What the health checkers call on a change: shards reset the connections of

@@ -107,8 +107,9 @@ Engine::Impl::MemberPlace Engine::Impl::find_member(std::string_view route,
     return place;
 }
 
-ChangeResult Engine::Impl::set_member_state(std::string_view route, std::string_view member,
-                                            MemberState state) {
+ChangeResult Engine::Impl::change_member(std::string_view route, std::string_view member,
+                                         const MemberChange& record, const ShardChangeOf& apply,
+                                         const std::string& done) {
     std::lock_guard lock(plan_mu_);
     MemberPlace place = find_member(route, member);
     if (!place.error.empty())
@@ -116,41 +117,48 @@ ChangeResult Engine::Impl::set_member_state(std::string_view route, std::string_
     const engine::Route& r = routes_->routes[place.route];
     const engine::MemberRoute& m = r.members[place.member];
     RuntimeSetting& setting = runtime_[{r.name, m.name}];
-    // Ready is what the configuration says of every member: no longer a runtime state.
-    setting.state = state == MemberState::Ready ? std::nullopt : std::optional(state);
+    record(r, place.member, setting);
     if (setting.empty())
         runtime_.erase({r.name, m.name});
-    // Before the shards: a check due meanwhile would still probe a member taken out.
-    if (m.health_target >= 0 && routes_->health)
-        routes_->health->set_paused(static_cast<std::size_t>(m.health_target),
-                                    state == MemberState::Maint);
-    const std::string& name = r.name;
     const std::size_t index = place.member;
-    if (!on_every_shard([&](engine::Shard& s) { s.set_member_state(name, index, state); }))
+    if (!on_every_shard([&](engine::Shard& s) { apply(s, r.name, index); }))
         return {false, "the engine has stopped"};
-    log_.info("route \"{}\": member {} set to {}", r.name, m.name, to_string(state));
+    log_.info("route \"{}\": member {} {}", r.name, m.name, done);
     return {true, {}};
+}
+
+ChangeResult Engine::Impl::set_member_state(std::string_view route, std::string_view member,
+                                            MemberState state) {
+    const auto record = [&](const engine::Route& r, std::size_t m, RuntimeSetting& setting) {
+        // Ready is what the configuration says of every member: no runtime state then.
+        setting.state = state == MemberState::Ready ? std::nullopt : std::optional(state);
+        // Before the shards: a check due meanwhile would still probe a member taken out.
+        if (const int target = r.members[m].health_target; target >= 0 && routes_->health)
+            routes_->health->set_paused(static_cast<std::size_t>(target),
+                                        state == MemberState::Maint);
+    };
+    return change_member(
+        route, member, record,
+        [&](engine::Shard& s, const std::string& r, std::size_t m) {
+            s.set_member_state(r, m, state);
+        },
+        fmt::format("set to {}", to_string(state)));
 }
 
 ChangeResult Engine::Impl::set_member_weight(std::string_view route, std::string_view member,
                                              unsigned weight) {
     if (weight < 1 || weight > kMaxWeight)
         return {false, fmt::format("weight must be 1..{}, not {}", kMaxWeight, weight)};
-    std::lock_guard lock(plan_mu_);
-    MemberPlace place = find_member(route, member);
-    if (!place.error.empty())
-        return {false, place.error};
-    const engine::Route& r = routes_->routes[place.route];
-    const engine::MemberRoute& m = r.members[place.member];
-    RuntimeSetting& setting = runtime_[{r.name, m.name}];
-    setting.weight = weight;
-    setting.configured_weight = r.pool.members[place.member].weight;
-    const std::string& name = r.name;
-    const std::size_t index = place.member;
-    if (!on_every_shard([&](engine::Shard& s) { s.set_member_weight(name, index, weight); }))
-        return {false, "the engine has stopped"};
-    log_.info("route \"{}\": member {} weight set to {}", r.name, m.name, weight);
-    return {true, {}};
+    const auto record = [&](const engine::Route& r, std::size_t m, RuntimeSetting& setting) {
+        setting.weight = weight;
+        setting.configured_weight = r.pool.members[m].weight;
+    };
+    return change_member(
+        route, member, record,
+        [&](engine::Shard& s, const std::string& r, std::size_t m) {
+            s.set_member_weight(r, m, weight);
+        },
+        fmt::format("weight set to {}", weight));
 }
 
 ChangeResult Engine::Impl::add_member(std::string_view route, UpstreamMember member) {

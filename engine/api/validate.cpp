@@ -1,5 +1,8 @@
 // validate(const EngineConfig&): what Engine::start() refuses before anything is bound.
+#include "api/route_checks.hpp"
 #include "uringfwd/config.hpp"
+
+#include <algorithm>
 
 #include <fmt/format.h>
 
@@ -37,6 +40,16 @@ void check_copy_buffers(const EngineConfig& config, std::vector<std::string>& pr
 
 } // namespace
 
+std::string slow_start_problem(const RouteConfig& route) {
+    if (route.pool.balance != BalancePolicy::Maglev)
+        return {};
+    const bool members_ramp = std::any_of(
+        route.pool.members.begin(), route.pool.members.end(),
+        [](const UpstreamMember& m) { return m.slow_start && m.slow_start->count() > 0; });
+    return route.slow_start.count() > 0 || members_ramp ? std::string(kMaglevSlowStart)
+                                                        : std::string();
+}
+
 std::vector<std::string> validate(const EngineConfig& config) {
     std::vector<std::string> problems;
     // Routes replace the single-route shorthand; a listen or upstream beside them would
@@ -54,6 +67,9 @@ std::vector<std::string> validate(const EngineConfig& config) {
                             config.upstream.to_string()));
     }
     check_copy_buffers(config, problems);
+    for (const RouteConfig& route : config.routes)
+        if (std::string problem = slow_start_problem(route); !problem.empty())
+            problems.push_back(fmt::format("route \"{}\": {}", route.name, problem));
     return problems;
 }
 

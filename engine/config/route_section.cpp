@@ -1,5 +1,6 @@
 #include "config/route_section.hpp"
 
+#include "api/route_checks.hpp"
 #include "config/table_reader.hpp"
 #include "net/cidr.hpp"
 #include "routing/sni_router.hpp"
@@ -200,6 +201,8 @@ UpstreamMember read_upstream(const toml::table& table, const std::string& contex
         member.max_connections = static_cast<std::size_t>(*v);
     if (const auto v = reader.one_of("send_proxy", {"off", "v1", "v2"}))
         member.send_proxy = parse_proxy_version(*v);
+    if (const auto v = reader.duration("slow_start", 0us, microseconds{1h}))
+        member.slow_start = duration_cast<milliseconds>(*v);
     reader.report_unknown_keys();
     return member;
 }
@@ -340,6 +343,19 @@ void read_passive_health(TableReader& route, const std::string& context, ErrorLi
     reader.report_unknown_keys();
 }
 
+// on_member_down and slow_start (README "Runtime control"); after the upstreams, whose
+// own slow_start Maglev refuses too.
+void read_member_lifecycle(TableReader& reader, RouteConfig& route) {
+    if (const auto v = reader.one_of("on_member_down", {"keep", "close"}))
+        route.on_member_down = *parse_on_member_down(*v);
+    if (const auto v = reader.duration("slow_start", 0us, microseconds{1h}))
+        route.slow_start = duration_cast<milliseconds>(*v);
+    if (const std::string problem = slow_start_problem(route); !problem.empty()) {
+        const toml::node* at = reader.get("slow_start");
+        reader.error(at ? line_of(*at) : reader.line(), problem);
+    }
+}
+
 } // namespace
 
 ParsedRoute read_route(const toml::table& table, std::size_t index, ErrorList& errors) {
@@ -380,6 +396,7 @@ ParsedRoute read_route(const toml::table& table, std::size_t index, ErrorList& e
     read_upstreams(reader, context, errors, pool, out.member_lines);
     read_health_check(reader, context, errors, pool.health_check);
     read_passive_health(reader, context, errors, pool.passive);
+    read_member_lifecycle(reader, out.route);
 
     reader.report_unknown_keys();
     return out;

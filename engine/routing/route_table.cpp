@@ -1,5 +1,6 @@
 #include "routing/route_table.hpp"
 
+#include "api/route_checks.hpp"
 #include "platform/accounts.hpp"
 
 #include <fmt/format.h>
@@ -111,6 +112,8 @@ std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config, std::s
             throw std::runtime_error(fmt::format("route \"{}\": no listen address", rc.name));
         if (rc.pool.members.empty())
             throw std::runtime_error(fmt::format("route \"{}\": no upstream", rc.name));
+        if (const std::string problem = slow_start_problem(rc); !problem.empty())
+            throw std::runtime_error(fmt::format("route \"{}\": {}", rc.name, problem));
         Route route;
         route.name = rc.name;
         route.pool = rc.pool;

@@ -83,14 +83,22 @@ void Shard::close_down_members() {
         if (r->route.on_member_down != OnMemberDown::Close || !r->table->health)
             continue;
         r->refresh_health(now);
-        const std::size_t closed = connections_->close_forwarding_to(
-            *r,
-            [&](std::size_t m) {
-                return r->route.members[m].health_target >= 0 &&
-                       !r->table->health->up(
-                           static_cast<std::size_t>(r->route.members[m].health_target));
-            },
-            CloseReason::MemberDown);
+        const HealthChecker& health = *r->table->health;
+        // Whether the current checker has the member of that name down: connections
+        // opened before a reload (a retired route's) are judged by it too.
+        const auto down = [&](const std::string& name) {
+            for (const MemberRoute& m : r->route.members)
+                if (m.name == name && m.health_target >= 0)
+                    return !health.up(static_cast<std::size_t>(m.health_target));
+            return false;
+        };
+        std::size_t closed = 0;
+        for (const auto* routes : {&routes_, &retired_routes_})
+            for (const auto& each : *routes)
+                if (each->route.name == r->route.name)
+                    closed += connections_->close_forwarding_to(
+                        *each, [&](std::size_t m) { return down(each->route.members[m].name); },
+                        CloseReason::MemberDown);
         if (closed > 0)
             log_.info("route \"{}\": reset {} of a member that went down (on_member_down = close)",
                       r->route.name, count_of(closed, "connection"));

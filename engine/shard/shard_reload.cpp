@@ -42,8 +42,11 @@ std::string Shard::apply(ShardChange& change) {
                                                        static_cast<std::size_t>(setup_.index)));
     setup_.routes = change.routes;
     make_group_inspectors();
-    for (std::size_t i = first_retired; i < retired_routes_.size(); ++i)
+    for (std::size_t i = first_retired; i < retired_routes_.size(); ++i) {
+        if (ShardRoute* now = current_route(retired_routes_[i]->route.name))
+            now->keep_ramps_of(*retired_routes_[i]);
         close_removed_members(*retired_routes_[i]);
+    }
 
     // An address kept keeps its socket, so no client of it is ever refused; its
     // clients go to the new route from now on.

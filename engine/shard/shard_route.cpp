@@ -1,5 +1,7 @@
 #include "shard/shard_route.hpp"
 
+#include <algorithm>
+
 namespace uringfwd::engine {
 
 namespace {
@@ -67,6 +69,14 @@ void ShardRoute::refresh_health(std::chrono::steady_clock::time_point now) {
     for (std::size_t m = 0; m < route.members.size(); ++m)
         if (int target = route.members[m].health_target; target >= 0)
             pool.set_checked_up(m, table->health->up(static_cast<std::size_t>(target)), now);
+}
+
+void ShardRoute::keep_ramps_of(const ShardRoute& old) {
+    for (std::size_t m = 0; m < route.members.size(); ++m)
+        for (std::size_t o = 0; o < old.route.members.size(); ++o)
+            if (old.route.members[o].name == route.members[m].name)
+                pool.begin_ramp(m,
+                                std::max(pool.member(m).ramp_from, old.pool.member(o).ramp_from));
 }
 
 std::chrono::milliseconds ShardRoute::connect_deadline() const {

@@ -106,6 +106,9 @@ struct ShardRoute {
     // Takes the health checker's latest verdicts into the pool (when it has checks); a
     // member that came up starts its slow start at `now`.
     void refresh_health(std::chrono::steady_clock::time_point now);
+    // After a reload: the slow starts `old` (this route's state before it, on this
+    // shard) has under way go on for the members of the same name.
+    void keep_ramps_of(const ShardRoute& old);
     // All connect attempts of one client together end by then.
     std::chrono::milliseconds connect_deadline() const;
     bool hashes_client() const { return route.pool.balance == BalancePolicy::Maglev; }

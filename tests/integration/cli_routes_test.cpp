@@ -2,6 +2,7 @@
 // served as written, and SIGHUP reading the file again (a broken file changes nothing).
 #include "tests/support/binary_process.hpp"
 #include "tests/support/named_server.hpp"
+#include "tests/support/pool_members.hpp"
 #include "tests/support/proc_stats.hpp"
 #include "tests/support/sockets.hpp"
 #include "tests/support/temp_config_file.hpp"
@@ -19,13 +20,6 @@ namespace uringfwd::test {
 namespace {
 
 using namespace std::chrono_literals;
-
-std::map<char, int> spread(const Endpoint& proxy, int n) {
-    std::map<char, int> seen;
-    for (int i = 0; i < n; ++i)
-        ++seen[name_through(proxy, Deadline{5s}).value_or('?')];
-    return seen;
-}
 
 TEST(CliRoutes, RepeatedUpstreamIsAPool) {
     NamedServer a{'a'};

@@ -160,6 +160,7 @@ TEST(ConnectionControl, ClosingAMembersConnectionsResetsThoseAlone) {
     EXPECT_EQ(proxy.engine().close_connections("web"), 1u);
     EXPECT_EQ(read_status(to_b[0].get()), IoStatus::Reset);
     EXPECT_EQ(proxy.engine().close_connections("nope"), 0u);
+    EXPECT_EQ(proxy.engine().close_connections(""), 0u);
 }
 
 } // namespace

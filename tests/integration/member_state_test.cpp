@@ -4,6 +4,7 @@
 // under every policy; maintenance stops its health checks; weights and members change
 // the spread; a reload keeps what was set at runtime.
 #include "tests/support/named_server.hpp"
+#include "tests/support/pool_members.hpp"
 #include "tests/support/proxy_under_test.hpp"
 #include "tests/support/socket_io.hpp"
 #include "tests/support/sockets.hpp"
@@ -22,13 +23,6 @@ namespace uringfwd::test {
 namespace {
 
 using namespace std::chrono_literals;
-
-UpstreamMember member_at(const Endpoint& address, unsigned weight = 1) {
-    UpstreamMember m;
-    m.address = address;
-    m.weight = weight;
-    return m;
-}
 
 RouteConfig web_route(std::vector<UpstreamMember> members,
                       BalancePolicy balance = BalancePolicy::RoundRobin) {
@@ -64,14 +58,6 @@ bool echoes(int fd) {
     std::string back(ping.size(), '\0');
     std::span<std::byte> out{reinterpret_cast<std::byte*>(back.data()), back.size()};
     return recv_all(fd, out, Deadline{5s}).status == IoStatus::Ok && back == ping;
-}
-
-// How many of `n` new connections reach each member (by name).
-std::map<char, int> spread(const Endpoint& proxy, int n, const std::string& source = {}) {
-    std::map<char, int> out;
-    for (int i = 0; i < n; ++i)
-        ++out[name_through(proxy, Deadline{5s}, source).value_or('?')];
-    return out;
 }
 
 const MemberInfo* find(const std::vector<MemberInfo>& members, const std::string& member) {
@@ -168,6 +154,20 @@ TEST(MemberState, DrainHoldsForLeastActiveAndMaglev) {
         else
             EXPECT_GE(back.count('a') ? back.at('a') : 0, 5);
     }
+}
+
+// A selector's choice of a drained member is passed over too: the pool chooses.
+TEST(MemberState, ASelectorsDrainedMemberIsPassedOver) {
+    NamedServer a{'a'};
+    NamedServer b{'b'};
+    RouteConfig route = web_route({member_at(a.endpoint()), member_at(b.endpoint())});
+    route.selector = [](const ConnectionInfo&) { return Selection::of_member(0); };
+    ProxyUnderTest proxy{{route}};
+    EXPECT_EQ(spread(proxy.endpoint(), 10).count('b'), 0u);
+    ASSERT_TRUE(proxy.engine().set_member_state("web", key(a), MemberState::Drain).ok);
+    const std::map<char, int> got = spread(proxy.endpoint(), 10);
+    EXPECT_EQ(got.count('a'), 0u);
+    EXPECT_EQ(got.count('b') ? got.at('b') : 0, 10);
 }
 
 TEST(MemberState, MaintStopsTheMembersHealthChecks) {

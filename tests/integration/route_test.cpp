@@ -5,6 +5,7 @@
 // Members are NamedServers, so each connection tells which member it reached.
 #include "tests/support/blackhole.hpp"
 #include "tests/support/named_server.hpp"
+#include "tests/support/pool_members.hpp"
 #include "tests/support/proc_stats.hpp"
 #include "tests/support/proxy_under_test.hpp"
 #include "tests/support/socket_io.hpp"
@@ -26,14 +27,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-UpstreamMember member(const Endpoint& address, unsigned weight = 1, bool backup = false) {
-    UpstreamMember m;
-    m.address = address;
-    m.weight = weight;
-    m.backup = backup;
-    return m;
-}
-
 RouteConfig route(std::string name, std::vector<UpstreamMember> members,
                   BalancePolicy balance = BalancePolicy::RoundRobin) {
     RouteConfig r;
@@ -51,22 +44,11 @@ ProxyOptions one_shard() {
     return o;
 }
 
-// How many of `n` connections reached each member.
-std::map<char, int> spread(const Endpoint& proxy, int n) {
-    std::map<char, int> seen;
-    for (int i = 0; i < n; ++i)
-        if (auto name = name_through(proxy, Deadline{5s}))
-            ++seen[*name];
-        else
-            ++seen['?'];
-    return seen;
-}
-
 TEST(Routes, EachRouteForwardsToItsOwnPool) {
     NamedServer a{'a'};
     NamedServer b{'b'};
     ProxyUnderTest proxy{
-        {route("first", {member(a.endpoint())}), route("second", {member(b.endpoint())})}};
+        {route("first", {member_at(a.endpoint())}), route("second", {member_at(b.endpoint())})}};
     EXPECT_EQ(name_through(proxy.endpoint("first"), Deadline{5s}), 'a');
     EXPECT_EQ(name_through(proxy.endpoint("second"), Deadline{5s}), 'b');
     EXPECT_NE(proxy.endpoint("first").port, proxy.endpoint("second").port);
@@ -76,9 +58,9 @@ TEST(Routes, RoundRobinFollowsTheWeights) {
     NamedServer a{'a'};
     NamedServer b{'b'};
     NamedServer c{'c'};
-    ProxyUnderTest proxy{
-        {route("web", {member(a.endpoint(), 1), member(b.endpoint(), 2), member(c.endpoint(), 3)})},
-        one_shard()};
+    ProxyUnderTest proxy{{route("web", {member_at(a.endpoint(), 1), member_at(b.endpoint(), 2),
+                                        member_at(c.endpoint(), 3)})},
+                         one_shard()};
     const std::map<char, int> seen = spread(proxy.endpoint(), 3000);
     EXPECT_EQ(seen.count('?'), 0u);
     EXPECT_NEAR(seen.at('a'), 500, 150); // ±5 % of 3000
@@ -89,9 +71,9 @@ TEST(Routes, RoundRobinFollowsTheWeights) {
 TEST(Routes, LeastActiveSendsNewClientsToTheIdleMember) {
     NamedServer a{'a'};
     NamedServer b{'b'};
-    ProxyUnderTest proxy{
-        {route("web", {member(a.endpoint()), member(b.endpoint())}, BalancePolicy::LeastActive)},
-        one_shard()};
+    ProxyUnderTest proxy{{route("web", {member_at(a.endpoint()), member_at(b.endpoint())},
+                                BalancePolicy::LeastActive)},
+                         one_shard()};
     // Ten held connections spread five and five; then the five on `a` end.
     std::vector<UniqueFd> on_a;
     std::vector<UniqueFd> on_b;
@@ -123,7 +105,7 @@ TEST(Routes, MaglevSpreadsClientsEvenlyAndKeepsEachOnItsMember) {
     std::vector<UpstreamMember> members;
     for (char name : std::string("abcde")) {
         servers.push_back(std::make_unique<NamedServer>(name));
-        members.push_back(member(servers.back()->endpoint()));
+        members.push_back(member_at(servers.back()->endpoint()));
     }
     ProxyUnderTest proxy{{route("web", members, BalancePolicy::Maglev)}, one_shard()};
     ProxyUnderTest twin{{route("web", {members.rbegin(), members.rend()}, BalancePolicy::Maglev)},
@@ -163,7 +145,7 @@ TEST(Routes, MaglevSpreadsClientsEvenlyAndKeepsEachOnItsMember) {
 TEST(Routes, RefusedMemberIsSkippedWithinTheRetries) {
     const ReservedPort refusing = reserve_refusing_port();
     NamedServer live{'l'};
-    RouteConfig r = route("web", {member(refusing.endpoint), member(live.endpoint())});
+    RouteConfig r = route("web", {member_at(refusing.endpoint), member_at(live.endpoint())});
     r.pool.retries = 1;
     ProxyUnderTest proxy{{r}, one_shard()};
     const std::map<char, int> seen = spread(proxy.endpoint(), 100);
@@ -175,9 +157,9 @@ TEST(Routes, RefusedMemberIsSkippedWithinTheRetries) {
 TEST(Routes, StatsPerRouteAndMember) {
     const ReservedPort refusing = reserve_refusing_port();
     NamedServer live{'l'};
-    RouteConfig r = route("web", {member(live.endpoint()), member(refusing.endpoint)});
+    RouteConfig r = route("web", {member_at(live.endpoint()), member_at(refusing.endpoint)});
     r.pool.retries = 1;
-    ProxyUnderTest proxy{{r, route("other", {member(live.endpoint())})}, one_shard()};
+    ProxyUnderTest proxy{{r, route("other", {member_at(live.endpoint())})}, one_shard()};
     EXPECT_EQ(spread(proxy.endpoint("web"), 10).at('l'), 10);
     ASSERT_TRUE(eventually([&] { return proxy.stats().active == 0; }, Deadline{5s}));
     const std::vector<RouteStats> stats = proxy.engine().route_stats();
@@ -201,7 +183,7 @@ TEST(Routes, StatsPerRouteAndMember) {
 TEST(Routes, BlackholedMemberIsSkippedWithinTheDeadline) {
     const Blackhole hole;
     NamedServer live{'l'};
-    RouteConfig r = route("web", {member(hole.endpoint()), member(live.endpoint())});
+    RouteConfig r = route("web", {member_at(hole.endpoint()), member_at(live.endpoint())});
     r.pool.connect_timeout = 200ms;
     r.pool.retries = 1;
     r.pool.passive.fall = 0; // keep trying the blackhole: every other client meets it
@@ -217,7 +199,7 @@ TEST(Routes, BlackholedMemberIsSkippedWithinTheDeadline) {
 TEST(Routes, AllMembersDownResetsTheClientPromptlyAndSaysWhich) {
     const ReservedPort one = reserve_refusing_port();
     const ReservedPort two = reserve_refusing_port();
-    RouteConfig r = route("api", {member(one.endpoint), member(two.endpoint)});
+    RouteConfig r = route("api", {member_at(one.endpoint), member_at(two.endpoint)});
     r.pool.retries = 3;
     ProxyUnderTest proxy{{r}, one_shard()};
     UniqueFd client;
@@ -241,7 +223,7 @@ TEST(Routes, BackupServesOnlyWhileNoPrimaryIsUp) {
     NamedServer backup{'b'};
     std::optional<NamedServer> primary{std::in_place, 'p'};
     const Endpoint primary_at = primary->endpoint();
-    RouteConfig r = route("web", {member(primary_at), member(backup.endpoint(), 1, true)});
+    RouteConfig r = route("web", {member_at(primary_at), member_at(backup.endpoint(), 1, true)});
     r.pool.retries = 1;
     r.pool.passive.fall = 1;
     r.pool.passive.backoff = 60s;
@@ -262,8 +244,8 @@ TEST(Routes, ARefusedConnectFailsOverToTheBackupWhileTheOtherPrimaryIsDown) {
     const ReservedPort down = reserve_refusing_port();
     std::optional<NamedServer> crashing{std::in_place, 'p'};
     NamedServer backup{'b'};
-    RouteConfig r = route("web", {member(down.endpoint), member(crashing->endpoint()),
-                                  member(backup.endpoint(), 1, true)});
+    RouteConfig r = route("web", {member_at(down.endpoint), member_at(crashing->endpoint()),
+                                  member_at(backup.endpoint(), 1, true)});
     r.pool.retries = 2;
     r.pool.passive.backoff = 60s; // fall = 3, the default: a member is down on its third
     ProxyUnderTest proxy{{r}, one_shard()};
@@ -285,7 +267,7 @@ TEST(Routes, ARefusedConnectFailsOverToTheBackupWhileTheOtherPrimaryIsDown) {
 TEST(Routes, HealthCheckKeepsClientsAwayFromADownMember) {
     NamedServer live{'l'};
     const ReservedPort refusing = reserve_refusing_port();
-    RouteConfig r = route("web", {member(live.endpoint()), member(refusing.endpoint)});
+    RouteConfig r = route("web", {member_at(live.endpoint()), member_at(refusing.endpoint)});
     r.pool.retries = 0;
     r.pool.passive.fall = 0; // only the active check may mark it down
     r.pool.health_check.enabled = true;
@@ -311,7 +293,7 @@ TEST(Routes, HealthCheckKeepsClientsAwayFromADownMember) {
 
 TEST(Routes, ConnectionLimitHoldsTheNextClientUntilOneCloses) {
     NamedServer a{'a'};
-    RouteConfig r = route("web", {member(a.endpoint())});
+    RouteConfig r = route("web", {member_at(a.endpoint())});
     r.max_connections = 2;
     ProxyUnderTest proxy{{r}, one_shard()};
     UniqueFd first;
@@ -333,7 +315,7 @@ TEST(Routes, ConnectionLimitHoldsTheNextClientUntilOneCloses) {
 
 TEST(Routes, IdleTimeoutClosesAnIdlePairWithFinButNotASlowOne) {
     NamedServer a{'a'};
-    RouteConfig r = route("web", {member(a.endpoint())});
+    RouteConfig r = route("web", {member_at(a.endpoint())});
     r.idle_timeout = 300ms;
     ProxyUnderTest proxy{{r}, one_shard()};
     UniqueFd idle;

@@ -1,4 +1,5 @@
 #include "tests/support/named_server.hpp"
+#include "tests/support/pool_members.hpp"
 
 #include "tests/support/socket_io.hpp"
 
@@ -66,6 +67,14 @@ std::optional<char> name_through(const Endpoint& to, const Deadline& deadline,
     if (keep != nullptr)
         *keep = std::move(fd);
     return name;
+}
+
+std::map<char, int> spread(const Endpoint& proxy, int n, const std::string& source) {
+    std::map<char, int> seen;
+    for (int i = 0; i < n; ++i)
+        ++seen[name_through(proxy, Deadline{std::chrono::milliseconds{5000}}, source)
+                   .value_or('?')];
+    return seen;
 }
 
 } // namespace uringfwd::test

@@ -2,6 +2,7 @@
 // and member limits shared by every shard's pool.
 #include "routing/hash.hpp"
 #include "routing/pool_state.hpp"
+#include "tests/unit/pool_specs.hpp"
 
 #include <algorithm>
 #include <map>
@@ -13,6 +14,7 @@
 
 using namespace uringfwd;
 using namespace uringfwd::engine;
+using namespace uringfwd::engine::test_pools;
 using namespace std::chrono_literals;
 
 namespace uringfwd {
@@ -25,33 +27,6 @@ void PrintTo(BalancePolicy policy, std::ostream* os) {
 namespace {
 
 const PoolState::Clock::time_point t0{1000s};
-
-struct MemberSpec {
-    unsigned weight = 1;
-    bool backup = false;
-    std::size_t max_connections = 0;
-};
-
-UpstreamPool pool_of(BalancePolicy policy, const std::vector<MemberSpec>& specs) {
-    UpstreamPool pool;
-    pool.balance = policy;
-    for (std::size_t i = 0; i < specs.size(); ++i) {
-        UpstreamMember m;
-        m.address = Endpoint::parse("10.0.0." + std::to_string(i + 1) + ":80");
-        m.weight = specs[i].weight;
-        m.backup = specs[i].backup;
-        m.max_connections = specs[i].max_connections;
-        pool.members.push_back(m);
-    }
-    return pool;
-}
-
-std::vector<std::string> keys_of(const UpstreamPool& pool) {
-    std::vector<std::string> keys;
-    for (const UpstreamMember& m : pool.members)
-        keys.push_back(m.address.to_string());
-    return keys;
-}
 
 PoolState state_of(BalancePolicy policy, const std::vector<MemberSpec>& specs) {
     const UpstreamPool pool = pool_of(policy, specs);

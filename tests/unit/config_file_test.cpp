@@ -313,6 +313,20 @@ TEST(ConfigFile, DualStackIsARouteKey) {
     EXPECT_FALSE(parse(web()).config->routes.at(0).dual_stack);
 }
 
+TEST(ConfigFile, MemberLifecycleKeys) {
+    const ConfigFileResult r =
+        parse(web("on_member_down = \"close\"\nslow_start = \"30s\"\n", "  slow_start = \"5s\"\n"));
+    ASSERT_THAT(r.errors, IsEmpty());
+    const RouteConfig& route = r.config->routes.at(0);
+    EXPECT_EQ(route.on_member_down, OnMemberDown::Close);
+    EXPECT_EQ(route.slow_start, 30s);
+    EXPECT_EQ(route.pool.members.at(0).slow_start, std::optional(std::chrono::milliseconds{5s}));
+    const ConfigFileResult defaults = parse(web());
+    EXPECT_EQ(defaults.config->routes.at(0).on_member_down, OnMemberDown::Keep);
+    EXPECT_EQ(defaults.config->routes.at(0).slow_start, 0s);
+    EXPECT_EQ(defaults.config->routes.at(0).pool.members.at(0).slow_start, std::nullopt);
+}
+
 TEST(ConfigFile, UpstreamsAsInlineTables) {
     const ConfigFileResult result =
         parse("[[route]]\nname = \"a\"\nlisten = \":1\"\n"
@@ -614,6 +628,18 @@ const ErrorCase kErrorCases[] = {
     {"TrustedSourcesWithoutAcceptProxy", web("trusted_sources = [\"10.0.0.0/8\"]\n"), {"t.toml:4: route \"web\": trusted_sources needs accept_proxy = true"}},
     {"ProxyTlvsUnknown", web("accept_proxy = true\nproxy_tlvs = [\"alpn\", \"sni\"]\n"), {"t.toml:5: route \"web\": proxy_tlvs: \"sni\" is not \"alpn\", \"authority\", "
       "\"unique_id\", \"ssl\", \"netns\" or a number 0..255"}},
+    {"OnMemberDownUnknown", web("on_member_down = \"reset\"\n"),
+     {"t.toml:4: route \"web\": on_member_down must be keep or close, not \"reset\""}},
+    {"SlowStartTooLong", web("slow_start = \"2h\"\n"),
+     {"t.toml:4: route \"web\": slow_start must be 0..1h, not \"2h\""}},
+    {"SlowStartWithMaglev", web("balance = \"maglev\"\nslow_start = \"10s\"\n"),
+     {"t.toml:5: route \"web\": slow_start cannot be used with balance = maglev: a Maglev "
+      "lookup table has no weight to ramp up (a member that comes up takes its clients back at "
+      "once)"}},
+    {"MemberSlowStartWithMaglev", web("balance = \"maglev\"\n", "  slow_start = \"1s\"\n"),
+     {"t.toml:1: route \"web\": slow_start cannot be used with balance = maglev: a Maglev "
+      "lookup table has no weight to ramp up (a member that comes up takes its clients back at "
+      "once)"}},
     {"UpstreamSendProxyUnknown", web("", "  send_proxy = \"2\"\n"), {"t.toml:6: route \"web\": upstream send_proxy must be off, v1 or v2, not \"2\""}},
 
     // [[route.upstream]]

@@ -66,5 +66,21 @@ TEST(Validate, ASplicingEngineHasNoCopyBuffersToCheck) {
     EXPECT_THAT(validate(config), IsEmpty());
 }
 
+TEST(Validate, MaglevRefusesSlowStartOfTheRouteOrAMember) {
+    EngineConfig config = one_route();
+    config.routes[0].pool.balance = BalancePolicy::Maglev;
+    EXPECT_THAT(validate(config), IsEmpty());
+    config.routes[0].slow_start = std::chrono::seconds{30};
+    const std::string refused =
+        "route \"web\": slow_start cannot be used with balance = maglev: a Maglev lookup table "
+        "has no weight to ramp up (a member that comes up takes its clients back at once)";
+    EXPECT_THAT(validate(config), ElementsAre(refused));
+    config.routes[0].slow_start = {};
+    config.routes[0].pool.members[0].slow_start = std::chrono::seconds{5};
+    EXPECT_THAT(validate(config), ElementsAre(refused));
+    config.routes[0].pool.balance = BalancePolicy::RoundRobin; // fine there
+    EXPECT_THAT(validate(config), IsEmpty());
+}
+
 } // namespace
 } // namespace uringfwd

@@ -249,14 +249,15 @@ public:
     // configuration's order.
     std::vector<MemberInfo> members(std::string_view route = {}) const;
     // The open connections, gathered on each shard's own thread, shard by shard; one
-    // shard's are a snapshot of one moment. Empty once the engine has stopped.
+    // shard's are a snapshot of one moment. The filter's member is named as above
+    // (with its route). Empty once the engine has stopped.
     std::vector<OpenConnection> connections(const ConnectionFilter& filter = {}) const;
     // Resets both sides of the connection (RST: SO_LINGER 0), counted as closed_admin;
     // the observer's record says CloseReason::Admin. Returns once its shard has begun
     // closing it; an error when no open connection has that id.
     ChangeResult close_connection(uint64_t id);
     // The same for every open connection of `route` (of one member of it when given):
-    // how many were closed.
+    // how many were closed; none for an unknown or empty route or member.
     std::size_t close_connections(std::string_view route, std::string_view member = {});
 
     class Impl;

@@ -74,7 +74,8 @@ struct OpenConnection {
 };
 
 // Which connections Engine::connections() lists: of one route (empty: all), of one
-// member of it (empty: all), at most `limit` (0: all).
+// member of it (its key, or its address as Engine::set_member_state() takes it; empty:
+// all), at most `limit` (0: all).
 struct ConnectionFilter {
     std::string route;
     std::string member;

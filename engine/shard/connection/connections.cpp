@@ -153,8 +153,9 @@ std::optional<Connections::PickedMember> Connections::pick_member(Connection& co
     ShardRoute& r = *conn.route;
     // Counted from now: connects in flight count towards the member's limit and
     // least-active, or a burst of clients would all pick the same member.
-    if (conn.attempt.preferred >= 0 &&
-        conn.attempt.tried.empty()) { // the selector's choice, unless full
+    // The selector's choice, unless full, or drained by the operator (runtime.hpp).
+    if (conn.attempt.preferred >= 0 && conn.attempt.tried.empty() &&
+        r.pool.state(static_cast<std::size_t>(conn.attempt.preferred)) == MemberState::Ready) {
         auto m = static_cast<std::size_t>(conn.attempt.preferred);
         if (SharedLimit::Taken taken = r.pool.opened(m); taken != SharedLimit::Taken::No)
             return PickedMember{m, taken};
