@@ -1,5 +1,6 @@
 #include "cli/flags.hpp"
 
+#include "cli/control/control_flag.hpp"
 #include "cli/process_log.hpp"
 #include "uringfwd/config_file.hpp"
 #include "uringfwd/cpu_list.hpp"
@@ -362,12 +363,15 @@ void add_flags(CLI::App& app, Flags& flags) {
                    "one drains; SIGRTMIN+1 makes the running process start its successor "
                    "(the binary now at its path, same arguments)")
         ->type_name("PATH");
+    control::add_control_flag(app, flags.control);
     app.footer("A DURATION is a whole number and a unit, as in the configuration file: 250ms, "
                "2s, 5m, 1h (and 50us for --busy-poll), or 0; a number without a unit is "
                "refused.\n"
                "With --config, the engine flags above (--shards, --cpus, --data-path, ...) "
                "override the file's [engine] values; --cpus and --numa-node replace its cpus "
-               "and numa_nodes together.");
+               "and numa_nodes together.\n"
+               "uring-fwd ctl [--control PATH] COMMAND... sends one command to a running "
+               "process's control socket and prints the reply (uring-fwd ctl --help).");
 }
 
 EngineConfig config_from_flags(const CLI::App& app, const Flags& flags) {
@@ -449,6 +453,7 @@ void apply_operation_flags(const CLI::App& app, const Flags& flags, OperationsCo
                              quote_input(flags.upgrade_socket)));
         operations.upgrade_socket = flags.upgrade_socket;
     }
+    control::apply_control_flag(app, flags.control, operations);
 }
 
 } // namespace uringfwd::cli

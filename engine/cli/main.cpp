@@ -2,6 +2,10 @@
 // API, so an embedding application can do everything this file (and flags.cpp) does.
 #include "uringfwd/engine.hpp"
 
+#include "cli/control/commands.hpp"
+#include "cli/control/control_server.hpp"
+#include "cli/control/control_socket.hpp"
+#include "cli/control/ctl.hpp"
 #include "cli/flags.hpp"
 #include "cli/idle_timeout_warning.hpp"
 #include "cli/process_log.hpp"
@@ -11,6 +15,7 @@
 #include "cli/upgrade.hpp"
 #include "ops/access_log.hpp"
 #include "ops/metrics_server.hpp"
+#include "uringfwd/accounts.hpp"
 #include "uringfwd/config_file.hpp"
 #include "uringfwd/messages.hpp"
 #include "uringfwd/version.hpp"
@@ -26,6 +31,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -115,7 +121,7 @@ uringfwd::EngineConfig config_from_file(const CLI::App& app, const uringfwd::cli
 // A running process's log, not a terminal: each FILE:LINE error is a line of it.
 void reload_file(uringfwd::Engine& engine, const CLI::App& app, const uringfwd::cli::Flags& flags,
                  uringfwd::EngineConfig& running, const uringfwd::OperationsConfig& operations,
-                 const Logger& log) {
+                 uringfwd::cli::control::ProcessFacts& facts, const Logger& log) {
     if (flags.config_path.empty()) {
         log.warn("SIGHUP: no --config file to read again; ignored");
         return;
@@ -144,7 +150,8 @@ void reload_file(uringfwd::Engine& engine, const CLI::App& app, const uringfwd::
     // not warned about (it never was).
     loaded.operations.upgrade_socket = operations.upgrade_socket;
     if (!(loaded.operations == operations))
-        log.warn("SIGHUP: metrics and access_log keep their settings until a restart");
+        log.warn("SIGHUP: metrics, access_log and control keep their settings until a restart");
+    facts.loaded_now();
     log.info("SIGHUP: reloaded {}", flags.config_path);
 }
 
@@ -152,9 +159,10 @@ void reload_file(uringfwd::Engine& engine, const CLI::App& app, const uringfwd::
 // old configuration still serves when the new one is refused).
 void reload(uringfwd::Engine& engine, const CLI::App& app, const uringfwd::cli::Flags& flags,
             uringfwd::EngineConfig& running, const uringfwd::OperationsConfig& operations,
+            uringfwd::cli::control::ProcessFacts& facts,
             const uringfwd::cli::ServiceNotifier& notify, const Logger& log) {
     notify.reloading();
-    reload_file(engine, app, flags, running, operations, log);
+    reload_file(engine, app, flags, running, operations, facts, log);
     notify.ready("serving; reloaded on SIGHUP (see the log for the outcome)");
 }
 
@@ -179,9 +187,43 @@ void log_exit(const Logger& log, const std::string& why, const uringfwd::EngineS
                                       stats.closed_stopped));
 }
 
+// The control socket of --control: a fresh bind, or the one an upgrade's predecessor
+// handed over at the same path. Bound before the engine starts, so a live socket at the
+// path stops the start before anything listens.
+std::optional<uringfwd::cli::control::ControlSocket>
+open_control_socket(const uringfwd::OperationsConfig& operations,
+                    std::optional<uringfwd::cli::UpgradeTakeover>& takeover) {
+    namespace control = uringfwd::cli::control;
+    if (operations.control.empty())
+        return std::nullopt;
+    try {
+        if (takeover) {
+            uringfwd::ops::UniqueFd fd = takeover->take_control_socket(operations.control);
+            if (fd)
+                return control::ControlSocket::adopt(std::move(fd), operations.control);
+        }
+        std::optional<gid_t> group;
+        if (!operations.control_group.empty()) {
+            try {
+                group = uringfwd::lookup_group(operations.control_group);
+            } catch (const std::exception& e) {
+                fail(fmt::format("control_group: {}", e.what()));
+            }
+        }
+        return control::ControlSocket::bind(operations.control, operations.control_mode, group);
+    } catch (const std::exception& e) {
+        fail(e.what());
+    }
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
+    // `uring-fwd ctl ...` is the client of a running process's control socket: a
+    // command line of its own (cli/control/ctl.hpp).
+    if (argc > 1 && std::strcmp(argv[1], "ctl") == 0)
+        return uringfwd::cli::control::ctl_main(argc, argv);
+
     CLI::App app{"uring-fwd: forwards TCP and Unix stream connections with io_uring splice"};
     app.set_version_flag("--version", "uring-fwd " + std::string(uringfwd::version()));
 
@@ -200,6 +242,9 @@ int main(int argc, char** argv) {
                                         : config_from_file(app, flags, operations);
     uringfwd::cli::apply_operation_flags(app, flags, operations);
     const Logger log = uringfwd::cli::process_log();
+    uringfwd::cli::control::ProcessFacts facts;
+    facts.config_file = flags.config_path;
+    facts.loaded_now();
 
     // A write to a socket the peer closed must come back as EPIPE, not kill us.
     signal(SIGPIPE, SIG_IGN);
@@ -268,11 +313,14 @@ int main(int argc, char** argv) {
     };
     if (!operations.upgrade_socket.empty() && !takeover)
         listen_for_successor();
+    std::optional<uringfwd::cli::control::ControlSocket> control_socket =
+        open_control_socket(operations, takeover);
 
     std::unique_ptr<uringfwd::Engine> engine;
     try {
         engine = uringfwd::Engine::start(config);
     } catch (const uringfwd::StartError& e) {
+        control_socket.reset(); // fail() exits without running destructors
         // A failed upgrade leaves the old process serving: closing our end tells it.
         if (takeover)
             fail(fmt::format("upgrade: {}; process {} serves on", e.what(),
@@ -292,10 +340,24 @@ int main(int argc, char** argv) {
         } catch (const std::exception& e) {
             engine->stop(std::chrono::milliseconds{0});
             engine->wait();
+            control_socket.reset(); // fail() exits without running destructors
             fail(e.what());
         }
         log.info("metrics at http://{}/metrics",
                  metrics_address(*operations.metrics, metrics->port()));
+    }
+    // Served from here to the exit, draining included (`show connections` then says
+    // what is left). Before `engine` goes: its commands use it.
+    std::unique_ptr<uringfwd::cli::control::ControlServer> control;
+    if (control_socket) {
+        const std::string path = control_socket->path();
+        control = std::make_unique<uringfwd::cli::control::ControlServer>(
+            std::move(*control_socket),
+            [&engine, &facts](const uringfwd::cli::control::Command& command) {
+                return uringfwd::cli::control::run_command(command, *engine, facts);
+            });
+        control_socket.reset();
+        log.info("control socket at {}", path);
     }
     // The room the engine worked out from the fd limit (or the file tables), which it
     // enforces: clients beyond it wait in the listen backlog.
@@ -330,10 +392,15 @@ int main(int argc, char** argv) {
         if (released)
             log.info("upgrade: process {} stopped accepting and drains",
                      static_cast<int>(takeover->old_pid()));
+        // Its control socket is ours now, file and all (the old process leaves it).
+        if (released && control && takeover->took_control_socket())
+            control->own_file();
         takeover.reset();
     } else {
         notify.ready(serving);
     }
+    if (metrics)
+        metrics->set_readiness(uringfwd::ops::Readiness::Ready);
     if (!operations.upgrade_socket.empty() && !upgrade)
         listen_for_successor(); // after the takeover: the old process's socket until now
     pid_t successor = -1;
@@ -353,7 +420,7 @@ int main(int argc, char** argv) {
             if (access_log)
                 access_log->reopen();
         } else if (sig == SIGHUP && !stopping) {
-            reload(*engine, app, flags, config, operations, notify, log);
+            reload(*engine, app, flags, config, operations, facts, notify, log);
         } else if (sig == upgrade_signal() && !stopping) {
             if (!upgrade)
                 log.warn("SIGRTMIN+1: no --upgrade-socket; ignored");
@@ -365,6 +432,8 @@ int main(int argc, char** argv) {
             stopping = true;
             stopped_by = fmt::format("stopped by {}", sig == SIGINT ? "SIGINT" : "SIGTERM");
             notify.stopping("draining: no new connections");
+            if (metrics)
+                metrics->set_readiness(uringfwd::ops::Readiness::Draining);
             log.info("{}: no new connections; open ones may finish within {}",
                      sig == SIGINT ? "SIGINT" : "SIGTERM",
                      uringfwd::cli::default_duration(config.drain_timeout));
@@ -374,9 +443,15 @@ int main(int argc, char** argv) {
             engine->stop(std::chrono::milliseconds{0});
         }
         reap_successor(successor, log);
-        if (!stopping && upgrade && upgrade->serve_successor(*engine, log)) {
+        if (!stopping && upgrade &&
+            upgrade->serve_successor(*engine, log, control ? control->listen_fd() : -1,
+                                     control ? control->path() : std::string())) {
             // The successor accepts on our sockets and is the main process: no
             // STOPPING=1 from us, which would stop the service.
+            if (control && upgrade->successor_took_control())
+                control->hand_over(); // it answers there now, and removes the file
+            if (metrics)
+                metrics->set_readiness(uringfwd::ops::Readiness::Draining);
             stopping = true;
             stopped_by = "a successor took over";
             engine->stop();
@@ -385,6 +460,7 @@ int main(int argc, char** argv) {
             break;
     }
     engine->wait();
+    control.reset(); // removes the socket file, unless a successor has it
     metrics.reset();
     if (access_log)
         access_log->stop(); // every line of every connection closed

@@ -117,9 +117,18 @@ std::optional<UpgradeTakeover> UpgradeTakeover::connect(const std::string& path)
     set_timeout(out.conn_.get());
     send_text(out.conn_.get(), "take-over");
     for (;;) {
-        const std::string text = receive_text(out.conn_.get(), &out.fds_);
-        if (text == "fds")
+        std::vector<ops::UniqueFd> passed;
+        const std::string text = receive_text(out.conn_.get(), &passed);
+        if (text == "fds") {
+            for (ops::UniqueFd& fd : passed)
+                out.fds_.push_back(std::move(fd));
             continue;
+        }
+        if (text.rfind("control ", 0) == 0 && passed.size() == 1) {
+            out.control_path_ = text.substr(8);
+            out.control_ = std::move(passed.front());
+            continue;
+        }
         if (text.rfind("end ", 0) == 0) {
             out.old_pid_ = static_cast<pid_t>(std::atol(text.c_str() + 4));
             break;
@@ -127,6 +136,14 @@ std::optional<UpgradeTakeover> UpgradeTakeover::connect(const std::string& path)
         throw std::runtime_error(fmt::format("upgrade socket: unexpected message '{}'", text));
     }
     return out;
+}
+
+ops::UniqueFd UpgradeTakeover::take_control_socket(const std::string& path) {
+    // None, or at another path: ours is bound anew, and the old one's file stays its own.
+    if (!control_ || path != control_path_)
+        return {};
+    control_taken_ = true;
+    return std::move(control_);
 }
 
 std::vector<int> UpgradeTakeover::fds() const {
@@ -137,9 +154,10 @@ std::vector<int> UpgradeTakeover::fds() const {
 }
 
 bool UpgradeTakeover::finish(const ProcessLog& log) {
-    fds_.clear(); // the engine holds its own dups
+    fds_.clear();     // the engine holds its own dups
+    control_.reset(); // one we did not take: the old process keeps its own
     try {
-        send_text(conn_.get(), "accepting");
+        send_text(conn_.get(), control_taken_ ? "accepting control" : "accepting");
         const std::string reply = receive_text(conn_.get());
         if (reply != "released")
             throw std::runtime_error(fmt::format("upgrade socket: unexpected '{}'", reply));
@@ -169,7 +187,8 @@ UpgradeListener::~UpgradeListener() {
         ::unlink(path_.c_str());
 }
 
-bool UpgradeListener::serve_successor(Engine& engine, const ProcessLog& log) {
+bool UpgradeListener::serve_successor(Engine& engine, const ProcessLog& log, int control_fd,
+                                      const std::string& control_path) {
     if (handed_over_)
         return false;
     ops::UniqueFd conn(::accept4(fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
@@ -191,11 +210,15 @@ bool UpgradeListener::serve_successor(Engine& engine, const ProcessLog& log) {
         const std::vector<int> fds = engine.listener_fds();
         for (std::size_t i = 0; i < fds.size(); i += kFdsPerMessage)
             send_text(conn.get(), "fds", fds.data() + i, std::min(kFdsPerMessage, fds.size() - i));
+        if (control_fd >= 0)
+            send_text(conn.get(), "control " + control_path, &control_fd, 1);
         send_text(conn.get(), fmt::format("end {}", ::getpid()));
         log.info("upgrade: process {} asked for the listening sockets; handed it {}",
                  static_cast<int>(peer.pid), fds.size());
-        if (receive_text(conn.get()) != "accepting")
+        const std::string answer = receive_text(conn.get());
+        if (answer != "accepting" && answer != "accepting control")
             throw std::runtime_error("upgrade socket: unexpected answer");
+        successor_took_control_ = answer == "accepting control";
     } catch (const std::exception& e) {
         log.warn("upgrade: {}; serving on", e.what());
         return false;

@@ -7,9 +7,13 @@
 //
 // The conversation, one SOCK_SEQPACKET message each:
 //   new -> old  "take-over"
-//   old -> new  "fds" carrying up to kFdsPerMessage fds, as many as needed, then "end"
+//   old -> new  "fds" carrying up to kFdsPerMessage fds, as many as needed; then, when
+//               it serves a control socket (--control), "control PATH" carrying its
+//               listening socket; then "end PID"
 //   new -> old  "accepting"       (or the connection closes: the new one failed, and
-//                                  the old one goes on as if nothing happened)
+//                                  the old one goes on as if nothing happened), or
+//               "accepting control" when it serves the control socket it was given
+//               (its --control is the same PATH): the old one then leaves the file
 //   old -> new  "released"
 #pragma once
 
@@ -36,6 +40,10 @@ public:
     // The sockets received (ours until the engine has dup'd them).
     std::vector<int> fds() const;
     pid_t old_pid() const { return old_pid_; }
+    // The old process's control socket, when it had one at `path` (else invalid): ours
+    // to serve; finish() then tells it so.
+    ops::UniqueFd take_control_socket(const std::string& path);
+    bool took_control_socket() const { return control_taken_; }
 
     // Our engine accepts on the sockets: tells the old process to let go and waits
     // (bounded) until it has. False, with the reason logged, when it did not answer;
@@ -46,6 +54,9 @@ private:
     ops::UniqueFd conn_;
     std::vector<ops::UniqueFd> fds_;
     pid_t old_pid_ = -1;
+    std::string control_path_;
+    ops::UniqueFd control_;
+    bool control_taken_ = false;
 };
 
 // The running process's side.
@@ -59,16 +70,22 @@ public:
     UpgradeListener& operator=(const UpgradeListener&) = delete;
 
     // Non-blocking check for a successor; when one asks, hands it `engine`'s listening
-    // sockets and waits (bounded) for it to accept on them. True once it has: the
+    // sockets (and the control socket `control_fd` at `control_path`, when >= 0) and
+    // waits (bounded) for it to accept on them. True once it has: the
     // engine's listeners are released (Engine::release_listeners()) and this socket
     // is closed; the caller then drains with Engine::stop(). False otherwise, with
     // what went wrong logged; the engine serves on.
-    bool serve_successor(Engine& engine, const ProcessLog& log);
+    bool serve_successor(Engine& engine, const ProcessLog& log, int control_fd = -1,
+                         const std::string& control_path = {});
+    // After serve_successor() returned true: the successor serves the control socket
+    // too (its file is the successor's to remove).
+    bool successor_took_control() const { return successor_took_control_; }
 
 private:
     std::string path_;
     ops::UniqueFd fd_;
     bool handed_over_ = false;
+    bool successor_took_control_ = false;
 };
 
 // SIGRTMIN+1: starts the successor of this process, the binary now at our executable's

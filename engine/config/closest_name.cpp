@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 
-namespace uringfwd::config {
+namespace uringfwd {
 namespace {
 
 // Keys are short, so the plain two-row Levenshtein distance is cheap enough. Capped input
@@ -46,4 +46,4 @@ std::optional<std::string_view> closest_name(std::string_view typed,
     return best;
 }
 
-} // namespace uringfwd::config
+} // namespace uringfwd

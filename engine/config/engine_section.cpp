@@ -156,6 +156,23 @@ void read_engine_section(const toml::table& table, const TopologyReader& read_to
         else
             operations.upgrade_socket = *v;
     }
+    if (const auto v = reader.string("control")) {
+        if (!is_upgrade_socket_path(*v))
+            reader.error(
+                line_of(*reader.get("control")),
+                fmt::format("control must be {}, not {}", kUpgradeSocketPath, quote_input(*v)));
+        else
+            operations.control = *v;
+    }
+    if (const auto v = reader.file_mode("control_mode"))
+        operations.control_mode = *v;
+    if (const auto v = reader.string("control_group")) {
+        if (v->empty())
+            reader.wrong("control_group", *reader.get("control_group"),
+                         "a group name, or a number");
+        else
+            operations.control_group = *v;
+    }
     if (const auto v = reader.one_of("log_level", {"error", "warn", "info", "debug"}))
         config.log_level = *parse_log_level(*v);
     read_metrics(reader, operations);

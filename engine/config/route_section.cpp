@@ -60,23 +60,10 @@ bool is_unix_path(const Endpoint& e) {
     return e.is_unix() && !e.host.empty() && e.host.front() != '@';
 }
 
-// mode = "0660": permission bits in octal, as chmod(1) writes them. A TOML integer is
-// refused: 660 would be decimal, and 0o660 is easy to mistype as that.
+// mode = "0660" (TableReader::file_mode()).
 void read_mode(TableReader& reader, UnixSocketAccess& access) {
-    const toml::node* node = reader.get("mode");
-    if (node == nullptr)
-        return;
-    constexpr std::string_view kExpected = "an octal string such as \"0660\" (at most \"0777\")";
-    const std::string* text = node->is_string() ? &node->as_string()->get() : nullptr;
-    const bool octal =
-        text != nullptr && !text->empty() && text->size() <= 4 &&
-        std::all_of(text->begin(), text->end(), [](char c) { return c >= '0' && c <= '7'; });
-    const unsigned value = octal ? static_cast<unsigned>(std::stoul(*text, nullptr, 8)) : 0;
-    if (!octal || value > 0777) {
-        reader.wrong("mode", *node, kExpected);
-        return;
-    }
-    access.mode = value;
+    if (const auto mode = reader.file_mode("mode"))
+        access.mode = *mode;
 }
 
 // user = "www-data" or group = "www-data" (names or numeric ids).

@@ -143,6 +143,23 @@ std::optional<std::string> TableReader::one_of(std::string_view key,
     return std::nullopt;
 }
 
+std::optional<unsigned> TableReader::file_mode(std::string_view key) {
+    const toml::node* node = get(key);
+    if (node == nullptr)
+        return std::nullopt;
+    constexpr std::string_view kExpected = "an octal string such as \"0660\" (at most \"0777\")";
+    const std::string* text = node->is_string() ? &node->as_string()->get() : nullptr;
+    const bool octal =
+        text != nullptr && !text->empty() && text->size() <= 4 &&
+        std::all_of(text->begin(), text->end(), [](char c) { return c >= '0' && c <= '7'; });
+    const unsigned value = octal ? static_cast<unsigned>(std::stoul(*text, nullptr, 8)) : 0;
+    if (!octal || value > 0777) {
+        wrong(key, *node, kExpected);
+        return std::nullopt;
+    }
+    return value;
+}
+
 std::optional<std::chrono::microseconds>
 TableReader::duration(std::string_view key, std::chrono::microseconds min,
                       std::optional<std::chrono::microseconds> max, bool micros) {

@@ -49,6 +49,10 @@ public:
                                         bool (*ok)(int64_t));
     // A string naming one of `names` (the message lists them).
     std::optional<std::string> one_of(std::string_view key, std::vector<std::string_view> names);
+    // Permission bits as an octal string, as chmod(1) writes them ("0660", at most
+    // "0777"). A TOML integer is refused: 660 would be decimal, and 0o660 is easy to
+    // mistype as that.
+    std::optional<unsigned> file_mode(std::string_view key);
     // A duration string (or the integer 0) within min..max (no upper bound without max).
     // Only keys with `micros` take "us".
     std::optional<std::chrono::microseconds> duration(std::string_view key,

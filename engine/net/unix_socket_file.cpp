@@ -14,7 +14,7 @@
 
 #include <fmt/format.h>
 
-namespace uringfwd::engine {
+namespace uringfwd {
 namespace {
 
 const char* kind_of(mode_t mode) {
@@ -111,4 +111,4 @@ void OwnedSocketFile::remove() {
     path_.clear();
 }
 
-} // namespace uringfwd::engine
+} // namespace uringfwd

@@ -8,7 +8,7 @@
 #include <civetweb.h>
 #include <fmt/format.h>
 #include <prometheus/collectable.h>
-#include <prometheus/exposer.h>
+#include <prometheus/text_serializer.h>
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -27,7 +27,7 @@
 namespace uringfwd::ops {
 namespace {
 
-// Called on an exposer thread at each scrape. route_stats() asks each shard on its own
+// Called on civetweb's HTTP thread at each scrape. route_stats() asks each shard on its own
 // thread for its counts (a wake-up per shard); the rest are relaxed loads of the
 // shards' own counters.
 class EngineCollectable final : public prometheus::Collectable {
@@ -92,19 +92,72 @@ void check_can_listen(const Endpoint& address) {
             fmt::format("cannot serve metrics on {}: {}", address.to_string(), std::strerror(err)));
 }
 
-// Only /metrics answers: civetweb hands a handler every path under its URI and every
-// path that merely starts with it ("/metrics/x", "/metricsx"), and a scraper sent to
-// a wrong path should hear so. Called by civetweb for each request before its handlers.
-int only_the_metrics_path(mg_connection* conn) {
+// Only /metrics, /ready and /live answer: civetweb hands a handler every path under its
+// URI and every path that merely starts with it ("/metrics/x", "/metricsx"), and a
+// scraper sent to a wrong path should hear so. Called by civetweb for each request
+// before its handlers.
+int only_our_paths(mg_connection* conn) {
     const mg_request_info* request = mg_get_request_info(conn);
-    if (request != nullptr && request->local_uri != nullptr &&
-        std::strcmp(request->local_uri, "/metrics") == 0)
-        return 0; // on to the exposer's handler
-    mg_send_http_error(conn, 404, "%s", "not found: the metrics are at /metrics\n");
+    if (request != nullptr && request->local_uri != nullptr)
+        for (const char* path : {"/metrics", "/ready", "/live"})
+            if (std::strcmp(request->local_uri, path) == 0)
+                return 0; // on to its handler
+    mg_send_http_error(conn, 404, "%s",
+                       "not found: the metrics are at /metrics (and /ready, /live)\n");
     return 404; // answered (the status, for civetweb's access log)
 }
 
-// Connects to the exposer's own port and hangs up. civetweb's listening thread waits in
+void respond(mg_connection* conn, int status, const char* reason, std::string_view content_type,
+             std::string_view body) {
+    mg_printf(conn,
+              "HTTP/1.1 %d %s\r\nContent-Type: %.*s\r\nContent-Length: %zu\r\n"
+              "Cache-Control: no-store\r\n\r\n",
+              status, reason, static_cast<int>(content_type.size()), content_type.data(),
+              body.size());
+    mg_write(conn, body.data(), body.size());
+}
+
+// GET /metrics: Prometheus' text format (version 0.0.4), of the engine's snapshots now.
+class MetricsHandler final : public CivetHandler {
+public:
+    explicit MetricsHandler(const EngineCollectable& collectable) : collectable_(collectable) {}
+    bool handleGet(CivetServer*, mg_connection* conn) override {
+        const std::string body = prometheus::TextSerializer().Serialize(collectable_.Collect());
+        respond(conn, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", body);
+        return true;
+    }
+
+private:
+    const EngineCollectable& collectable_;
+};
+
+// GET /ready: 200 while every shard accepts, 503 before (starting) and after (draining,
+// stopping); Kubernetes readiness probes and load balancers' health checks read the
+// status. GET /live: 200 while the process can answer at all.
+class ProbeHandler final : public CivetHandler {
+public:
+    ProbeHandler(const std::atomic<Readiness>& readiness, bool live)
+        : readiness_(readiness), live_(live) {}
+    bool handleGet(CivetServer*, mg_connection* conn) override {
+        if (live_) {
+            respond(conn, 200, "OK", "text/plain; charset=utf-8", "live\n");
+            return true;
+        }
+        const Readiness r = readiness_.load();
+        if (r == Readiness::Ready)
+            respond(conn, 200, "OK", "text/plain; charset=utf-8", "ready\n");
+        else
+            respond(conn, 503, "Service Unavailable", "text/plain; charset=utf-8",
+                    r == Readiness::Starting ? "starting\n" : "draining\n");
+        return true;
+    }
+
+private:
+    const std::atomic<Readiness>& readiness_;
+    bool live_;
+};
+
+// Connects to the server's own port and hangs up. civetweb's listening thread waits in
 // poll(2) for up to SOCKET_TIMEOUT_QUANTUM (2000 ms, civetweb.c) before it
 // looks at its stop flag again; a connection wakes it at once.
 void knock(const Endpoint& address, uint16_t port) {
@@ -140,8 +193,12 @@ void knock(const Endpoint& address, uint16_t port) {
 
 struct MetricsServer::State {
     Endpoint address;
-    std::shared_ptr<EngineCollectable> collectable;
-    std::unique_ptr<prometheus::Exposer> exposer;
+    std::atomic<Readiness> readiness{Readiness::Starting};
+    std::unique_ptr<EngineCollectable> collectable;
+    std::unique_ptr<MetricsHandler> metrics;
+    std::unique_ptr<ProbeHandler> ready;
+    std::unique_ptr<ProbeHandler> live;
+    std::unique_ptr<CivetServer> server; // last: stopped first, before its handlers go
 };
 
 MetricsServer::MetricsServer(Endpoint address, const Engine& engine, const AccessLog* access_log)
@@ -150,18 +207,28 @@ MetricsServer::MetricsServer(Endpoint address, const Engine& engine, const Acces
     const std::string port = civetweb_port(address);
     check_can_listen(address);
     CivetCallbacks callbacks; // zeroed by its constructor; civetweb copies it
-    callbacks.begin_request = only_the_metrics_path;
+    callbacks.begin_request = only_our_paths;
+    state_->collectable = std::make_unique<EngineCollectable>(engine, access_log);
+    state_->metrics = std::make_unique<MetricsHandler>(*state_->collectable);
+    state_->ready = std::make_unique<ProbeHandler>(state_->readiness, false);
+    state_->live = std::make_unique<ProbeHandler>(state_->readiness, true);
     try {
-        // One HTTP thread: a scraper or two, a few requests a minute.
-        state_->exposer = std::make_unique<prometheus::Exposer>(port, 1, &callbacks);
+        // One HTTP thread: a scraper or two and a probe, a few requests a minute.
+        state_->server = std::make_unique<CivetServer>(
+            std::vector<std::string>{"listening_ports", port, "num_threads", "1"}, &callbacks);
     } catch (const std::exception& e) {
         // Taken between our check and civetweb's bind, or something else civetweb
         // does not name.
         throw std::runtime_error(
             fmt::format("cannot serve metrics on {}: {}", address.to_string(), e.what()));
     }
-    state_->collectable = std::make_shared<EngineCollectable>(engine, access_log);
-    state_->exposer->RegisterCollectable(state_->collectable, "/metrics");
+    state_->server->addHandler("/metrics", state_->metrics.get());
+    state_->server->addHandler("/ready", state_->ready.get());
+    state_->server->addHandler("/live", state_->live.get());
+}
+
+void MetricsServer::set_readiness(Readiness readiness) {
+    state_->readiness.store(readiness);
 }
 
 MetricsServer::~MetricsServer() {
@@ -175,13 +242,13 @@ MetricsServer::~MetricsServer() {
             std::this_thread::sleep_for(std::chrono::milliseconds(5));
         }
     });
-    state_->exposer.reset();
+    state_->server.reset();
     stopped.store(true);
     knocker.join();
 }
 
 uint16_t MetricsServer::port() const {
-    const std::vector<int> ports = state_->exposer->GetListeningPorts();
+    const std::vector<int> ports = state_->server->getListeningPorts();
     return ports.empty() ? 0 : static_cast<uint16_t>(ports.front());
 }
 

@@ -1,6 +1,8 @@
-// Serves an engine's metrics at http://ADDR/metrics in Prometheus' text format, with
-// prometheus-cpp's exposer (its own HTTP threads, civetweb). Each scrape reads the
-// engine's snapshots then (metrics_families.hpp): between scrapes it costs nothing.
+// Serves an engine's metrics at http://ADDR/metrics in Prometheus' text format
+// (prometheus-cpp's serializer, civetweb's HTTP thread), and the probes of an
+// orchestrator: /ready (200 while every shard accepts, 503 while starting or draining)
+// and /live (200 while the process runs). Each scrape reads the engine's snapshots then
+// (metrics_families.hpp): between scrapes it costs nothing.
 #pragma once
 
 #include "uringfwd/endpoint.hpp"
@@ -12,6 +14,10 @@
 namespace uringfwd::ops {
 
 class AccessLog;
+
+// What GET /ready says: 503 "starting" until the binary says every shard accepts, 200
+// "ready", then 503 "draining" once it stops taking clients (SIGTERM, a successor).
+enum class Readiness { Starting, Ready, Draining };
 
 class MetricsServer {
 public:
@@ -26,6 +32,9 @@ public:
 
     // The port actually bound.
     uint16_t port() const;
+
+    // What /ready answers from now on (thread-safe; Starting until called).
+    void set_readiness(Readiness readiness);
 
 private:
     struct State;

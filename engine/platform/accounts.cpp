@@ -16,7 +16,7 @@
 
 #include <fmt/format.h>
 
-namespace uringfwd::engine {
+namespace uringfwd {
 namespace {
 
 // "1000" as an id; nullopt for anything else (a name).
@@ -69,4 +69,4 @@ gid_t lookup_group(const std::string& name) {
     throw std::runtime_error(fmt::format("no group named {}", quote_input(name)));
 }
 
-} // namespace uringfwd::engine
+} // namespace uringfwd

@@ -1,16 +1,11 @@
-// Users and groups named in the configuration (a Unix listener's owner), looked up as
-// a start does it: through NSS (/etc/passwd, nss-systemd's dynamic users, ...), which
-// may block, so never on a shard. A number is taken as the id itself, as chown(1) does.
+// The engine looks up users and groups with the public functions (uringfwd/accounts.hpp).
 #pragma once
 
-#include <sys/types.h>
-
-#include <string>
+#include "uringfwd/accounts.hpp"
 
 namespace uringfwd::engine {
 
-// Throw std::runtime_error ("no user named \"x\"", "no group named \"x\"").
-uid_t lookup_user(const std::string& name);
-gid_t lookup_group(const std::string& name);
+using uringfwd::lookup_group;
+using uringfwd::lookup_user;
 
 } // namespace uringfwd::engine

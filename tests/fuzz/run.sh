@@ -12,7 +12,7 @@ set -euo pipefail
 
 # The targets (config first: it takes longest to build); each has a libFuzzer source and a seed corpus under tests/fuzz/
 # and an entry in sources below.
-targets=(config endpoint cpu_list proxy_header client_hello)
+targets=(config endpoint cpu_list proxy_header client_hello control)
 if [ "${1:-}" = "--list" ]; then
     printf '%s\n' "${targets[@]}"
     exit 0
@@ -59,6 +59,8 @@ declare -A sources=(
               engine/net/cidr.cpp engine/routing/sni_router.cpp engine/api/operations.cpp
               engine/net/socket_address.cpp engine/platform/accounts.cpp"
     [client_hello]="engine/protocol/client_hello.cpp"
+    [control]="engine/cli/control/command.cpp engine/cli/control/line_buffer.cpp
+               engine/config/closest_name.cpp engine/support/quote_input.cpp"
 )
 
 # target name -> extra compiler flags.

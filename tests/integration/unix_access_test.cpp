@@ -4,6 +4,7 @@
 // clients as users of their own).
 #include "tests/support/binary_process.hpp"
 #include "tests/support/echo_server.hpp"
+#include "tests/support/other_user.hpp"
 #include "tests/support/temp_config_file.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -30,37 +31,6 @@ namespace uringfwd::test {
 namespace {
 
 using namespace std::chrono_literals;
-
-// nobody:nogroup on Debian.
-constexpr uid_t kOtherUid = 65534;
-constexpr gid_t kOtherGid = 65534;
-
-// Connects to `path` as uid/gid 65534 (a forked child drops root's ids first), sends a
-// byte and reads its echo: 0 when that worked, else the errno that stopped it.
-int connect_as_other_user(const std::string& path) {
-    sockaddr_un address{};
-    address.sun_family = AF_UNIX;
-    std::memcpy(address.sun_path, path.c_str(), path.size());
-    const pid_t child = ::fork();
-    if (child == 0) {
-        // Only async-signal-safe calls from here: the parent has threads.
-        ::alarm(5); // bounded even if the forwarder never answers
-        if (::setgroups(0, nullptr) != 0 || ::setresgid(kOtherGid, kOtherGid, kOtherGid) != 0 ||
-            ::setresuid(kOtherUid, kOtherUid, kOtherUid) != 0)
-            ::_exit(200);
-        const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0)
-            ::_exit(errno);
-        char byte = 'x';
-        if (::write(fd, &byte, 1) != 1 || ::read(fd, &byte, 1) != 1 || byte != 'x')
-            ::_exit(201);
-        ::_exit(0);
-    }
-    int status = 0;
-    if (child < 0 || ::waitpid(child, &status, 0) != child)
-        return -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 256 + WTERMSIG(status);
-}
 
 struct Stat {
     mode_t mode = 0;

@@ -68,6 +68,9 @@ bulk_coalesce = "400us"
 bulk_park = "20ms"
 drain_timeout = "2m"
 upgrade_socket = "/run/uring-fwd/upgrade.sock"
+control = "/run/uring-fwd/control.sock"
+control_mode = "0660"
+control_group = "adm"
 log_level = "debug"
 
 [[route]]
@@ -130,6 +133,9 @@ listen = ":5432"
     EXPECT_EQ(c.drain_timeout, 2min);
     EXPECT_EQ(c.log_level, LogLevel::Debug);
     EXPECT_EQ(result.operations.upgrade_socket, "/run/uring-fwd/upgrade.sock");
+    EXPECT_EQ(result.operations.control, "/run/uring-fwd/control.sock");
+    EXPECT_EQ(result.operations.control_mode, 0660u);
+    EXPECT_EQ(result.operations.control_group, "adm");
 
     ASSERT_EQ(c.routes.size(), 2u);
     const RouteConfig& web = c.routes[0];
@@ -475,6 +481,14 @@ const ErrorCase kErrorCases[] = {
     {"UpgradeSocketRelative", engine("upgrade_socket = \"run/u.sock\"\n"),
      {"t.toml:2: [engine] upgrade_socket must be an absolute path of at most 107 bytes, not "
       "\"run/u.sock\""}},
+    {"ControlRelative", engine("control = \"ctl.sock\"\n"),
+     {"t.toml:2: [engine] control must be an absolute path of at most 107 bytes, not "
+      "\"ctl.sock\""}},
+    {"ControlModeDecimal", engine("control_mode = 660\n"),
+     {"t.toml:2: [engine] control_mode must be an octal string such as \"0660\" (at most "
+      "\"0777\"), not 660"}},
+    {"ControlGroupEmpty", engine("control_group = \"\"\n"),
+     {"t.toml:2: [engine] control_group must be a group name, or a number, not \"\""}},
     {"LogLevelUnknown", engine("log_level = \"loud\"\n"),
      {"t.toml:2: [engine] log_level must be error, warn, info or debug, not \"loud\""}},
 

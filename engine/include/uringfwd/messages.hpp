@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace uringfwd {
 
@@ -23,5 +25,11 @@ inline std::string count_of(uint64_t n, std::string_view singular, std::string_v
 // control and non-ASCII bytes escaped so the message always stays on one printable
 // line, and cut after 120 characters so one bad argument cannot flood the log.
 std::string quote_input(std::string_view text);
+
+// "did you mean ...?" for a misspelt name (a configuration key, a control command): the
+// candidate nearest to `typed` by edit distance, when it is near enough to be the likely
+// intent (at most 2 edits, and fewer than half the letters); nullopt otherwise.
+std::optional<std::string_view> closest_name(std::string_view typed,
+                                             const std::vector<std::string_view>& candidates);
 
 } // namespace uringfwd

@@ -1,9 +1,8 @@
-// What runs beside the engine rather than in it: a Prometheus /metrics endpoint and an
-// access log. The engine offers what they need (Engine::shard_stats(), route_stats(),
-// member_health() and a ConnectionObserver); the uring-fwd binary serves them, and the
-// configuration file's [engine] table can name them (metrics, access_log,
-// access_log_format), so an embedding application that loads the file sees the same
-// settings.
+// What runs beside the engine rather than in it: a Prometheus /metrics endpoint, an
+// access log and the control socket. The engine offers what they need (Engine::shard_stats(),
+// route_stats(), member_health() and a ConnectionObserver); the uring-fwd binary serves them, and
+// the configuration file's [engine] table can name them (metrics, access_log, access_log_format),
+// so an embedding application that loads the file sees the same settings.
 #pragma once
 
 #include "uringfwd/endpoint.hpp"
@@ -32,6 +31,13 @@ struct OperationsConfig {
     // upgrade needs (Engine::listener_fds(), release_listeners(),
     // EngineConfig::Inherited::inherited_listeners); docs/service.md.
     std::string upgrade_socket;
+    // The binary's runtime control socket (--control, [engine] control; `uring-fwd ctl`
+    // talks to it): a Unix stream socket at this path (the same rule as upgrade_socket:
+    // is_upgrade_socket_path()); empty: none. Its file is made with control_mode, owner
+    // only unless widened, and control_group (a name or number; empty: the process's).
+    std::string control;
+    unsigned control_mode = 0600;
+    std::string control_group;
 
     bool operator==(const OperationsConfig&) const = default;
 };
