@@ -34,8 +34,13 @@ mkdir -p "$work"
 started=$SECONDS
 
 # The kernel: the package linux-image-amd64 depends on, fetched once into $work.
-package=$(apt-cache depends linux-image-amd64 2>/dev/null |
-  awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
+kernel_package() {
+  apt-cache depends linux-image-amd64 2>/dev/null |
+    awk '/Depends: linux-image-[0-9]/ {print $2; exit}'
+}
+package=$(kernel_package)
+# A fresh machine may have no package lists yet.
+[[ -n $package ]] || { apt-get update -qq >/dev/null 2>&1; package=$(kernel_package); }
 [[ -n $package ]] || verdict skip "apt-cache knows no linux-image-amd64" 77
 debs=("$work/${package}_"*.deb)
 if [[ ! -f ${debs[0]} ]]; then
