@@ -19,7 +19,7 @@ binary=$build/engine/uring-fwd
 checks="kernel numa-nodes shards-per-node direct-descriptors-fallback ring-features half-close cpu-steering
   data-path-auto data-path-splice data-path-copy data-path-splice-ring reset-from-client
   reset-from-upstream proxy-v1 proxy-v2 sni-routing reload upgrade numa-threads
-  numa-iowq-workers numa-memory-cpu0 numa-memory-cpu1 numa-memory-two-shards iowq-mask-of-a-pinned-thread"
+  numa-iowq-workers numa-memory-cpu0 numa-memory-cpu1 iowq-mask-of-a-pinned-thread"
 
 verdict() { echo "qemu-6.1-numa: $1 ($2)"; exit "$3"; }
 
