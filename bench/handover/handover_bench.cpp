@@ -155,9 +155,9 @@ int main(int argc, char** argv) {
 
     Listener front, back;
     uringfwd::EngineConfig config;
-    config.cpus = {shard_cpu};
-    config.shards = 1;
-    config.busy_poll = std::chrono::microseconds(busy_poll_us);
+    config.placement.cpus = {shard_cpu};
+    config.placement.shards = 1;
+    config.ring.busy_poll = std::chrono::microseconds(busy_poll_us);
     uringfwd::RouteConfig route;
     route.name = "bench";
     route.listen = {uringfwd::Endpoint::parse("127.0.0.1:0")};

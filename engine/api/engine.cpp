@@ -42,7 +42,8 @@ void Engine::Impl::launch() {
     }
     std::vector<int> cpus;
     try {
-        cpus = engine::choose_shard_cpus(engine::allowed_cpus(), config_.cpus, config_.shards);
+        cpus = engine::choose_shard_cpus(engine::allowed_cpus(), config_.placement.cpus,
+                                         config_.placement.shards);
         auto table = engine::build_route_table(config_, cpus.size());
         engine::start_health_checks(*table, log_);
         routes_ = table;
@@ -71,7 +72,7 @@ void Engine::Impl::launch() {
     }
 
     std::optional<int>& steering_base = steering_base_;
-    if (config_.steer_by_cpu && cpus.size() > 1) {
+    if (config_.placement.steer_by_cpu && cpus.size() > 1) {
         steering_base = engine::consecutive_base(cpus);
         if (!steering_base)
             log_.info("shard CPUs {} are not consecutive: connections are steered by "
@@ -118,7 +119,7 @@ engine::ListenerSetup Engine::Impl::listener_setup(std::size_t shard, std::size_
     setup.options = listeners_[l].options;
     setup.cpu = cpu;
     bool tcp = setup.address.family() != AF_UNIX;
-    setup.set_incoming_cpu = config_.steer_by_cpu && tcp;
+    setup.set_incoming_cpu = config_.placement.steer_by_cpu && tcp;
     if (l < inherited_.size() && !inherited_[l].empty()) {
         // Adopted, not bound (docs/service.md). One socket for every shard has no
         // group to steer within; one per shard keeps the group's steering program,
@@ -340,7 +341,7 @@ std::map<int, uint64_t> Engine::Impl::count_iowq_workers() {
 }
 
 std::vector<int> Engine::Impl::worker_cpus(int shard_cpu) const {
-    if (config_.worker_placement == EngineConfig::WorkerPlacement::ShardNode) {
+    if (config_.placement.worker_placement == WorkerPlacement::ShardNode) {
         int node = topology_.node_of_cpu(shard_cpu);
         if (node >= 0)
             return topology_.node_cpus[static_cast<std::size_t>(node)];

@@ -89,7 +89,7 @@ private:
     // Which CPUs a shard's io-wq workers may use.
     std::vector<int> worker_cpus(int shard_cpu) const;
 
-    // inherited.cpp: matches config_.inherited_listeners to listeners_ (inherited_);
+    // inherited.cpp: matches config_.inherited.inherited_listeners to listeners_ (inherited_);
     // throws std::runtime_error for a socket that cannot be used.
     void adopt_inherited(std::size_t shards);
 

@@ -40,7 +40,7 @@ void Engine::Impl::plan_fd_room(std::size_t shards) {
     for (const engine::Route& route : routes_->routes)
         if (route.pool.health_check.enabled)
             in.health_targets += route.members.size();
-    in.max_pipes = config_.max_pipes;
+    in.max_pipes = config_.splice.max_pipes;
     in.uses_pipes = config_.data_path != DataPath::Copy;
     const engine::FdRoom room = engine::fd_room(in);
     room_.fd_limit = in.fd_limit;

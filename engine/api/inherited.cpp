@@ -69,16 +69,16 @@ std::string describe_addresses(const std::vector<engine::InheritedSocket>& socke
 
 void Engine::Impl::adopt_inherited(std::size_t shards) {
     shard_count_ = shards;
-    if (config_.inherited_listeners.empty())
+    if (config_.inherited.inherited_listeners.empty())
         return;
     std::vector<engine::InheritedSocket> sockets;
-    for (int fd : config_.inherited_listeners)
+    for (int fd : config_.inherited.inherited_listeners)
         sockets.push_back(describe_inherited(fd));
     std::vector<Endpoint> listen;
     for (const PlannedListener& l : listeners_)
         listen.push_back(engine::to_endpoint(l.address));
     engine::InheritedPlan plan = engine::match_inherited(listen, sockets);
-    if (config_.serve_every_inherited && !plan.unmatched.empty())
+    if (config_.inherited.serve_every_inherited && !plan.unmatched.empty())
         throw std::runtime_error(
             fmt::format("the inherited listening sockets of {} match no listen address of this "
                         "configuration; not taking them over without serving them",

@@ -3,11 +3,11 @@
 // port that cannot be had refuses the whole change while nothing has changed yet),
 // then every other shard, joining shard 0's new sockets.
 #include "api/engine_impl.hpp"
+#include "api/validate.hpp"
 
 #include <fmt/format.h>
 
 #include <cstring>
-#include <set>
 
 namespace uringfwd {
 
@@ -26,30 +26,38 @@ std::vector<std::string> Engine::Impl::needs_restart(const EngineConfig& next) c
             out.push_back(what);
     };
     const EngineConfig& now = config_;
-    check(next.shards == now.shards && next.cpus == now.cpus, "shards and CPUs");
-    check(next.steer_by_cpu == now.steer_by_cpu, "steering");
-    check(next.worker_placement == now.worker_placement &&
-              next.iowq_max_workers == now.iowq_max_workers,
+    check(next.placement.shards == now.placement.shards &&
+              next.placement.cpus == now.placement.cpus,
+          "shards and CPUs");
+    check(next.placement.steer_by_cpu == now.placement.steer_by_cpu, "steering");
+    check(next.placement.worker_placement == now.placement.worker_placement &&
+              next.placement.iowq_max_workers == now.placement.iowq_max_workers,
           "io-wq workers");
     check(next.data_path == now.data_path, "data path");
-    check(next.splice_mechanism == now.splice_mechanism, "splice mechanism");
-    check(next.max_pipes == now.max_pipes && next.pipe_size == now.pipe_size, "pipes");
-    check(next.copy_buffers == now.copy_buffers && next.copy_buffer_size == now.copy_buffer_size &&
-              next.bulk_buffers == now.bulk_buffers &&
-              next.bulk_buffer_size == now.bulk_buffer_size,
+    check(next.splice.splice_mechanism == now.splice.splice_mechanism, "splice mechanism");
+    check(next.splice.max_pipes == now.splice.max_pipes &&
+              next.splice.pipe_size == now.splice.pipe_size,
+          "pipes");
+    check(next.copy.copy_buffers == now.copy.copy_buffers &&
+              next.copy.copy_buffer_size == now.copy.copy_buffer_size &&
+              next.copy.bulk_buffers == now.copy.bulk_buffers &&
+              next.copy.bulk_buffer_size == now.copy.bulk_buffer_size,
           "copy buffers");
-    check(next.busy_poll == now.busy_poll, "busy polling");
-    check(next.bulk_coalesce == now.bulk_coalesce, "bulk coalescing");
-    check(next.bulk_park == now.bulk_park, "bulk parking");
+    check(next.ring.busy_poll == now.ring.busy_poll, "busy polling");
+    check(next.splice.bulk_coalesce == now.splice.bulk_coalesce, "bulk coalescing");
+    check(next.experimental.bulk_park == now.experimental.bulk_park, "bulk parking");
     check(next.drain_timeout == now.drain_timeout, "drain timeout");
     check(next.log_level == now.log_level, "log level");
-    check(next.ring_entries == now.ring_entries, "ring size");
+    check(next.ring.ring_entries == now.ring.ring_entries, "ring size");
     return out;
 }
 
 ReloadResult Engine::Impl::reconfigure(EngineConfig next) {
     std::lock_guard lock(plan_mu_);
     ReloadResult result;
+    result.errors = engine::route_problems(next);
+    if (!result.errors.empty())
+        return result;
     std::shared_ptr<engine::RouteTable> table;
     try {
         table = engine::build_route_table(next, shards_.size(), routes_.get());
@@ -57,12 +65,6 @@ ReloadResult Engine::Impl::reconfigure(EngineConfig next) {
         result.errors.push_back(e.what());
         return result;
     }
-    std::set<std::string> names;
-    for (const engine::Route& route : table->routes)
-        if (!names.insert(route.name).second)
-            result.errors.push_back(fmt::format("route \"{}\" is defined twice", route.name));
-    if (!result.errors.empty())
-        return result;
     try {
         engine::start_health_checks(*table, log_);
     } catch (const std::exception& e) {
@@ -179,7 +181,7 @@ std::string Engine::Impl::apply_to_shards(const engine::RouteTable& next,
             setup.options = added[k].options;
             setup.cpu = shards_[i]->cpu();
             bool tcp = setup.address.family() != AF_UNIX;
-            setup.set_incoming_cpu = config_.steer_by_cpu && tcp;
+            setup.set_incoming_cpu = config_.placement.steer_by_cpu && tcp;
             if (i == 0 && tcp)
                 setup.steering_base = steering_base_;
             else if (i > 0 && !tcp)

@@ -19,14 +19,11 @@ std::string_view to_string(CloseReason reason) {
 
 std::string_view to_string(ConnectFailure failure) {
     switch (failure) {
-    case ConnectFailure::Refused:
-        return "refused";
-    case ConnectFailure::Unreachable:
-        return "unreachable";
-    case ConnectFailure::TimedOut:
-        return "timed_out";
-    case ConnectFailure::Other:
-        break;
+#define URINGFWD_CONNECT_FAILURE_NAME(arg, enumerator, name, help)                                 \
+    case ConnectFailure::enumerator:                                                               \
+        return #name;
+        URINGFWD_CONNECT_FAILURES(URINGFWD_CONNECT_FAILURE_NAME, )
+#undef URINGFWD_CONNECT_FAILURE_NAME
     }
     return "other";
 }

@@ -1,7 +1,15 @@
-// validate(const EngineConfig&): what Engine::start() refuses before anything is bound.
-#include "uringfwd/config.hpp"
+// validate(const EngineConfig&): what Engine::start() refuses before anything is bound,
+// every problem at once; route_problems(), its routes' part, is what reconfigure()
+// refuses. Only what the configuration says is checked here: what the machine has
+// (CPUs, addresses, users, the kernel's features) start() finds out.
+#include "api/validate.hpp"
+
+#include "uringfwd/route.hpp"
 
 #include <fmt/format.h>
+
+#include <set>
+#include <string_view>
 
 namespace uringfwd {
 
@@ -16,26 +24,98 @@ bool power_of_two(unsigned n) {
 void check_copy_buffers(const EngineConfig& config, std::vector<std::string>& problems) {
     if (config.data_path == DataPath::Splice)
         return;
-    if (config.copy_buffers > 32768 || !power_of_two(config.copy_buffers))
-        problems.push_back(
-            fmt::format("copy_buffers must be a power of two between 1 and 32768, not {}",
-                        config.copy_buffers));
-    if (config.copy_buffer_size == 0 || config.copy_buffer_size > (std::size_t{1} << 30))
+    const EngineConfig::Copy& copy = config.copy;
+    if (copy.copy_buffers > 32768 || !power_of_two(copy.copy_buffers))
+        problems.push_back(fmt::format(
+            "copy_buffers must be a power of two between 1 and 32768, not {}", copy.copy_buffers));
+    if (copy.copy_buffer_size == 0 || copy.copy_buffer_size > (std::size_t{1} << 30))
         problems.push_back(fmt::format("copy_buffer_size must be between 1 byte and 1 GiB, not {}",
-                                       config.copy_buffer_size));
-    if (config.bulk_buffers > 16 ||
-        (config.bulk_buffers != 0 && !power_of_two(config.bulk_buffers)))
+                                       copy.copy_buffer_size));
+    if (copy.bulk_buffers > 16 || (copy.bulk_buffers != 0 && !power_of_two(copy.bulk_buffers)))
         problems.push_back(
             fmt::format("bulk_buffers must be 0 or a power of two between 1 and 16, not {}",
-                        config.bulk_buffers));
-    if (config.bulk_buffers != 0 &&
-        (config.bulk_buffer_size < 4096 || config.bulk_buffer_size > (std::size_t{16} << 20)))
+                        copy.bulk_buffers));
+    if (copy.bulk_buffers != 0 &&
+        (copy.bulk_buffer_size < 4096 || copy.bulk_buffer_size > (std::size_t{16} << 20)))
         problems.push_back(
             fmt::format("bulk_buffer_size must be between 4096 bytes and 16 MiB, not {}",
-                        config.bulk_buffer_size));
+                        copy.bulk_buffer_size));
+}
+
+// A parked source is made blocking with fcntl(2) (bulk_park, docs/kernel.md §1.8): an
+// inline splice(2) from or into it on the shard's thread could wait, and a socket in a
+// slot of the ring's file table has no fd for fcntl.
+void check_bulk_park(const EngineConfig& config, std::vector<std::string>& problems) {
+    if (config.experimental.bulk_park.count() <= 0)
+        return;
+    if (config.splice.splice_mechanism == SpliceMechanism::Inline)
+        problems.push_back("splice_mechanism = \"inline\" cannot be had with bulk_park: a parked "
+                           "socket is blocking, and an inline splice must never wait; use "
+                           "\"ring\" or \"auto\"");
+    if (config.ring.direct_descriptors == DirectDescriptors::On)
+        problems.push_back("direct_descriptors = \"on\" cannot be had with bulk_park: bulk_park "
+                           "needs plain fds (it toggles O_NONBLOCK with fcntl)");
+}
+
+// Only a socket file has permissions to set: not a TCP address, nor an abstract name.
+bool has_socket_file(const Endpoint& e) {
+    return e.is_unix() && !e.host.empty() && e.host.front() != '@';
+}
+
+void check_route(const RouteConfig& rc, std::vector<std::string>& problems) {
+    const auto problem = [&](const std::string& what) {
+        problems.push_back(fmt::format("route \"{}\": {}", rc.name, what));
+    };
+    if (rc.listen.empty())
+        problem("no listen address");
+    if (rc.pool.members.empty())
+        problem("no upstream");
+    for (const std::string& text : rc.trusted_sources)
+        if (const std::string error = cidr_problem(text); !error.empty())
+            problem(fmt::format("trusted_sources: {}: {}", text, error));
+    for (std::size_t i = 0; i < rc.listen.size() && i < rc.listen_access.size(); ++i) {
+        const UnixSocketAccess& access = rc.listen_access[i];
+        const std::string listen = rc.listen[i].to_string();
+        if (!access.empty() && !has_socket_file(rc.listen[i]))
+            problem(
+                fmt::format("listen {}: mode, user and group are for unix: paths only", listen));
+        else if (access.mode && *access.mode > 0777)
+            problem(
+                fmt::format("listen {}: mode {:04o} is more than permission bits (at most 0777)",
+                            listen, *access.mode));
+    }
+    // One series per member label in the metrics (RouteStats): two alike would be two
+    // samples of one series.
+    std::set<std::string> labels;
+    for (const UpstreamMember& m : rc.pool.members) {
+        std::string label = m.name.empty() ? m.address.to_string() : m.name;
+        if (!labels.insert(label).second)
+            problem(fmt::format(
+                "upstream {} is listed twice{}", label,
+                m.name.empty() ? "; give each a name to connect to one address twice" : ""));
+    }
 }
 
 } // namespace
+
+namespace engine {
+
+std::vector<std::string> route_problems(const EngineConfig& config) {
+    // The single-route shorthand makes a route of one listen address and one member,
+    // which none of these checks can refuse.
+    std::vector<std::string> problems;
+    // Routes are known by name (metrics labels, update_pool(), the access log): a second
+    // route of one name would be unreachable by it.
+    std::set<std::string_view> names;
+    for (const RouteConfig& route : config.routes) {
+        if (!names.insert(route.name).second)
+            problems.push_back(fmt::format("route \"{}\" is defined twice", route.name));
+        check_route(route, problems);
+    }
+    return problems;
+}
+
+} // namespace engine
 
 std::vector<std::string> validate(const EngineConfig& config) {
     std::vector<std::string> problems;
@@ -53,6 +133,9 @@ std::vector<std::string> validate(const EngineConfig& config) {
                             "its members",
                             config.upstream.to_string()));
     }
+    for (std::string& problem : engine::route_problems(config))
+        problems.push_back(std::move(problem));
+    check_bulk_park(config, problems);
     check_copy_buffers(config, problems);
     return problems;
 }

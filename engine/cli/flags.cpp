@@ -151,45 +151,48 @@ template <typename Duration> Duration duration_flag(const std::string& text, Dur
 void apply_engine_flags(const CLI::App& app, const Flags& flags, EngineConfig& config) {
     const auto given = [&](const char* name) { return app.count(name) > 0; };
     if (given("--max-pipes"))
-        config.max_pipes = flags.max_pipes;
+        config.splice.max_pipes = flags.max_pipes;
     if (given("--pipe-size"))
-        config.pipe_size = flags.pipe_size;
+        config.splice.pipe_size = flags.pipe_size;
     if (given("--shards"))
-        config.shards = flags.shards;
+        config.placement.shards = flags.shards;
     // Together they name the CPUs; either replaces the file's cpus and numa_nodes.
     if (given("--cpus") || given("--numa-node")) {
-        config.cpus = flags.cpus.empty() ? std::vector<int>{} : parse_cpus("--cpus", flags.cpus);
+        config.placement.cpus =
+            flags.cpus.empty() ? std::vector<int>{} : parse_cpus("--cpus", flags.cpus);
         if (!flags.numa_nodes.empty())
-            config.cpus = cpus_of_nodes(flags.numa_nodes, config.cpus);
+            config.placement.cpus = cpus_of_nodes(flags.numa_nodes, config.placement.cpus);
     }
     if (given("--no-steering"))
-        config.steer_by_cpu = !flags.no_steering;
+        config.placement.steer_by_cpu = !flags.no_steering;
     if (given("--iowq-cpus"))
-        config.worker_placement = flags.iowq_cpus == "node"
-                                      ? EngineConfig::WorkerPlacement::ShardNode
-                                      : EngineConfig::WorkerPlacement::ShardCpu;
+        config.placement.worker_placement =
+            flags.iowq_cpus == "node" ? WorkerPlacement::ShardNode : WorkerPlacement::ShardCpu;
     if (given("--iowq-max-workers"))
-        config.iowq_max_workers = flags.iowq_max_workers;
+        config.placement.iowq_max_workers = flags.iowq_max_workers;
     if (given("--direct-descriptors"))
-        config.direct_descriptors = *parse_direct_descriptors(flags.direct_descriptors);
+        config.ring.direct_descriptors = *parse_direct_descriptors(flags.direct_descriptors);
     if (given("--data-path"))
         config.data_path = *parse_data_path(flags.data_path); // checked by IsMember
     if (given("--splice-mechanism"))
-        config.splice_mechanism = *parse_splice_mechanism(flags.splice_mechanism); // IsMember
+        config.splice.splice_mechanism =
+            *parse_splice_mechanism(flags.splice_mechanism); // IsMember
     if (given("--copy-buffers"))
-        config.copy_buffers = flags.copy_buffers;
+        config.copy.copy_buffers = flags.copy_buffers;
     if (given("--copy-buffer-size"))
-        config.copy_buffer_size = flags.copy_buffer_size;
+        config.copy.copy_buffer_size = flags.copy_buffer_size;
     if (given("--bulk-buffers"))
-        config.bulk_buffers = flags.bulk_buffers;
+        config.copy.bulk_buffers = flags.bulk_buffers;
     if (given("--bulk-buffer-size"))
-        config.bulk_buffer_size = flags.bulk_buffer_size;
+        config.copy.bulk_buffer_size = flags.bulk_buffer_size;
     if (given("--busy-poll"))
-        config.busy_poll = duration_flag<std::chrono::microseconds>(flags.busy_poll, kBusyPoll);
+        config.ring.busy_poll =
+            duration_flag<std::chrono::microseconds>(flags.busy_poll, kBusyPoll);
     if (given("--bulk-park"))
-        config.bulk_park = duration_flag<std::chrono::milliseconds>(flags.bulk_park, kBulkPark);
+        config.experimental.bulk_park =
+            duration_flag<std::chrono::milliseconds>(flags.bulk_park, kBulkPark);
     if (given("--bulk-coalesce"))
-        config.bulk_coalesce =
+        config.splice.bulk_coalesce =
             duration_flag<std::chrono::microseconds>(flags.bulk_coalesce, kBulkCoalesce);
     if (given("--drain-timeout"))
         config.drain_timeout =

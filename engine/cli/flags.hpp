@@ -45,25 +45,25 @@ struct Flags {
     std::string send_proxy = "off";
     std::string inspect_timeout = default_duration(RouteConfig{}.inspect_timeout);
 
-    std::size_t max_pipes = EngineConfig{}.max_pipes;
-    std::size_t pipe_size = EngineConfig{}.pipe_size;
+    std::size_t max_pipes = EngineConfig{}.splice.max_pipes;
+    std::size_t pipe_size = EngineConfig{}.splice.pipe_size;
     std::string log_level = "info";
-    std::size_t shards = EngineConfig{}.shards;
+    std::size_t shards = EngineConfig{}.placement.shards;
     std::string cpus;
     std::string numa_nodes;
     bool no_steering = false;
     std::string iowq_cpus = "cpu";
-    unsigned iowq_max_workers = EngineConfig{}.iowq_max_workers;
+    unsigned iowq_max_workers = EngineConfig{}.placement.iowq_max_workers;
     std::string data_path = "auto";
     std::string splice_mechanism = "auto";
     std::string direct_descriptors = "auto";
-    unsigned copy_buffers = EngineConfig{}.copy_buffers;
-    std::size_t copy_buffer_size = EngineConfig{}.copy_buffer_size;
-    unsigned bulk_buffers = EngineConfig{}.bulk_buffers;
-    std::size_t bulk_buffer_size = EngineConfig{}.bulk_buffer_size;
-    std::string busy_poll = default_duration(EngineConfig{}.busy_poll);
-    std::string bulk_coalesce = default_duration(EngineConfig{}.bulk_coalesce);
-    std::string bulk_park = default_duration(EngineConfig{}.bulk_park);
+    unsigned copy_buffers = EngineConfig{}.copy.copy_buffers;
+    std::size_t copy_buffer_size = EngineConfig{}.copy.copy_buffer_size;
+    unsigned bulk_buffers = EngineConfig{}.copy.bulk_buffers;
+    std::size_t bulk_buffer_size = EngineConfig{}.copy.bulk_buffer_size;
+    std::string busy_poll = default_duration(EngineConfig{}.ring.busy_poll);
+    std::string bulk_coalesce = default_duration(EngineConfig{}.splice.bulk_coalesce);
+    std::string bulk_park = default_duration(EngineConfig{}.experimental.bulk_park);
     std::string drain_timeout = default_duration(EngineConfig{}.drain_timeout);
 
     std::string metrics;

@@ -89,6 +89,15 @@ uringfwd::EngineConfig config_from_file(const CLI::App& app, const uringfwd::cli
     }
     uringfwd::cli::apply_flags_over_file(app, flags, *loaded.config);
     operations = loaded.operations;
+    // What only the whole configuration shows (settings that contradict each other, a
+    // flag given over the file) has no line of its own: Engine::start() would refuse
+    // it, so --check and the start say so here, naming the file.
+    if (const std::vector<std::string> problems = uringfwd::validate(*loaded.config);
+        !problems.empty()) {
+        for (const std::string& problem : problems)
+            std::fprintf(stderr, "%s: %s\n", flags.config_path.c_str(), problem.c_str());
+        std::exit(1);
+    }
     if (flags.check) {
         std::printf("%s: ok\n%s\n", flags.config_path.c_str(),
                     uringfwd::cli::summarize_routes(*loaded.config).c_str());
@@ -224,7 +233,7 @@ int main(int argc, char** argv) {
     // we replace (binary upgrade). docs/service.md.
     const uringfwd::cli::ServiceNotifier notify;
     const uringfwd::cli::ActivatedSockets activated = uringfwd::cli::take_activated_sockets();
-    config.inherited_listeners = activated.fds;
+    config.inherited.inherited_listeners = activated.fds;
     std::optional<uringfwd::cli::UpgradeTakeover> takeover;
     if (!operations.upgrade_socket.empty()) {
         try {
@@ -234,11 +243,11 @@ int main(int argc, char** argv) {
         }
         if (takeover) {
             std::vector<int> fds = takeover->fds();
-            config.inherited_listeners.insert(config.inherited_listeners.end(), fds.begin(),
-                                              fds.end());
+            config.inherited.inherited_listeners.insert(config.inherited.inherited_listeners.end(),
+                                                        fds.begin(), fds.end());
             // The old process lets go of every socket it handed us: serve them all, or
             // refuse (it then serves on as if nothing had happened).
-            config.serve_every_inherited = true;
+            config.inherited.serve_every_inherited = true;
             log.info("upgrade: took {} from process {}", count_of(fds.size(), "listening socket"),
                      static_cast<int>(takeover->old_pid()));
         }

@@ -36,7 +36,7 @@ std::optional<std::vector<int>> cpu_list(TableReader& reader, std::string_view k
 void read_cpus(TableReader& reader, const TopologyReader& read_topology, EngineConfig& config) {
     const auto cpus = cpu_list(reader, "cpus");
     if (cpus)
-        config.cpus = *cpus;
+        config.placement.cpus = *cpus;
     const auto nodes = cpu_list(reader, "numa_nodes");
     if (!nodes || nodes->empty())
         return;
@@ -56,7 +56,7 @@ void read_cpus(TableReader& reader, const TopologyReader& read_topology, EngineC
         return;
     }
     if (!cpus || cpus->empty()) {
-        config.cpus = from_nodes;
+        config.placement.cpus = from_nodes;
         return;
     }
     std::vector<int> both;
@@ -68,7 +68,7 @@ void read_cpus(TableReader& reader, const TopologyReader& read_topology, EngineC
                                        quote_input(format_cpu_list(*nodes))));
         return;
     }
-    config.cpus = both;
+    config.placement.cpus = both;
 }
 
 bool power_of_two_buffers(int64_t n) {
@@ -108,44 +108,44 @@ void read_engine_section(const toml::table& table, const TopologyReader& read_to
     TableReader reader(table, errors, "", "[engine] ", "in [engine]");
 
     if (const auto v = reader.integer("shards", 0, kMaxCpu + 1))
-        config.shards = static_cast<std::size_t>(*v);
+        config.placement.shards = static_cast<std::size_t>(*v);
     read_cpus(reader, read_topology, config);
     if (const auto v = reader.boolean("steering"))
-        config.steer_by_cpu = *v;
+        config.placement.steer_by_cpu = *v;
     if (const auto v = reader.one_of("iowq_cpus", {"cpu", "node"}))
-        config.worker_placement = *v == "node" ? EngineConfig::WorkerPlacement::ShardNode
-                                               : EngineConfig::WorkerPlacement::ShardCpu;
+        config.placement.worker_placement =
+            *v == "node" ? WorkerPlacement::ShardNode : WorkerPlacement::ShardCpu;
     if (const auto v = reader.integer("iowq_max_workers", 0, 65536))
-        config.iowq_max_workers = static_cast<unsigned>(*v);
+        config.placement.iowq_max_workers = static_cast<unsigned>(*v);
     if (const auto v = reader.one_of("data_path", {"splice", "copy", "auto"}))
         config.data_path = *parse_data_path(*v);
     if (const auto v = reader.one_of("splice_mechanism", {"auto", "ring", "inline"}))
-        config.splice_mechanism = *parse_splice_mechanism(*v);
+        config.splice.splice_mechanism = *parse_splice_mechanism(*v);
     if (const auto v = reader.one_of("direct_descriptors", {"auto", "on", "off"}))
-        config.direct_descriptors = *parse_direct_descriptors(*v);
+        config.ring.direct_descriptors = *parse_direct_descriptors(*v);
     if (const auto v = reader.integer("direct_table_size", 0, 1 << 20))
-        config.direct_table_size = static_cast<unsigned>(*v);
+        config.ring.direct_table_size = static_cast<unsigned>(*v);
     if (const auto v = reader.integer("max_pipes", 1, 1 << 20))
-        config.max_pipes = static_cast<std::size_t>(*v);
+        config.splice.max_pipes = static_cast<std::size_t>(*v);
     if (const auto v = reader.integer_that(
             "pipe_size", "0 (the system's pipe-max-size) or 4096..1073741824", pipe_size_ok))
-        config.pipe_size = static_cast<std::size_t>(*v);
+        config.splice.pipe_size = static_cast<std::size_t>(*v);
     if (const auto v =
             reader.integer_that("copy_buffers", "a power of two 1..32768", power_of_two_buffers))
-        config.copy_buffers = static_cast<unsigned>(*v);
+        config.copy.copy_buffers = static_cast<unsigned>(*v);
     if (const auto v = reader.integer("copy_buffer_size", 1024, 16 << 20))
-        config.copy_buffer_size = static_cast<std::size_t>(*v);
+        config.copy.copy_buffer_size = static_cast<std::size_t>(*v);
     if (const auto v =
             reader.integer_that("bulk_buffers", "0 or a power of two 1..16", bulk_buffers_ok))
-        config.bulk_buffers = static_cast<unsigned>(*v);
+        config.copy.bulk_buffers = static_cast<unsigned>(*v);
     if (const auto v = reader.integer("bulk_buffer_size", 4096, 16 << 20))
-        config.bulk_buffer_size = static_cast<std::size_t>(*v);
+        config.copy.bulk_buffer_size = static_cast<std::size_t>(*v);
     if (const auto v = reader.duration("busy_poll", 0us, microseconds{1s}, true))
-        config.busy_poll = *v;
+        config.ring.busy_poll = *v;
     if (const auto v = reader.duration("bulk_coalesce", 0us, microseconds{100ms}, true))
-        config.bulk_coalesce = *v;
+        config.splice.bulk_coalesce = *v;
     if (const auto v = reader.duration("bulk_park", 0us, microseconds{1s}))
-        config.bulk_park = std::chrono::duration_cast<milliseconds>(*v);
+        config.experimental.bulk_park = std::chrono::duration_cast<milliseconds>(*v);
     if (const auto v = reader.duration("drain_timeout", 0us, microseconds{24h}))
         config.drain_timeout = std::chrono::duration_cast<milliseconds>(*v);
     if (const auto v = reader.string("upgrade_socket")) {

@@ -83,10 +83,11 @@ struct RouteTable {
 // (getaddrinfo: may block, so never on a shard) and every user and group of a Unix
 // listener (NSS). Throws std::runtime_error with a one-line message naming the route
 // and address that failed, or the first ambiguity of routes sharing an address
-// (SniRouter::problems(), or socket options that differ). `shards`: how many shards
-// count the limits. `previous`: the table being replaced, whose limits a route of the
-// same name (and its members of the same name) keep; their values change only with
-// apply_limits(), once the new table is in use.
+// (SniRouter::problems(), or socket options that differ). The routes must have passed
+// route_problems() (api/validate.hpp), which this does not check again. `shards`: how
+// many shards count the limits. `previous`: the table being replaced, whose limits a
+// route of the same name (and its members of the same name) keep; their values change
+// only with apply_limits(), once the new table is in use.
 std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config, std::size_t shards,
                                               const RouteTable* previous = nullptr);
 

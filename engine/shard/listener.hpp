@@ -32,7 +32,7 @@ struct ListenerSetup {
     std::optional<int> steering_base;
     // Unix sockets have no SO_REUSEPORT: shards after the first accept on a dup of
     // the first shard's listener instead (the kernel wakes one waiter per connection).
-    // An inherited listening socket (EngineConfig::inherited_listeners) comes the same
+    // An inherited listening socket (EngineConfig::Inherited::inherited_listeners) comes the same
     // way: the listener dups it rather than binding.
     int shared_fd = -1;
     // The shard uses direct descriptors: accept into slots of its file table, unless

@@ -58,7 +58,7 @@ void Shard::serve() {
     arm_idle_sweep();
 
     while (!done_serving()) {
-        std::span<const uring::Completion> batch = io_->submit_and_wait(config_.busy_poll);
+        std::span<const uring::Completion> batch = io_->submit_and_wait(config_.ring.busy_poll);
         context_->now = std::chrono::steady_clock::now();
         for (const uring::Completion& c : batch)
             dispatch(c);

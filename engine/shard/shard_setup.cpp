@@ -67,7 +67,7 @@ void Shard::setup() {
     // are first touched by the CPU (so the NUMA node) that will use them.
     setup_ring();
     // As many pipes as configured, or fewer when the fd limit is short (fd_room.hpp).
-    pool_ = std::make_unique<pipes::PipePool>(setup_.max_pipes, config_.pipe_size);
+    pool_ = std::make_unique<pipes::PipePool>(setup_.max_pipes, config_.splice.pipe_size);
     setup_buffers();
     context_ = std::make_unique<ShardContext>(ShardContext{
         *io_, *pool_, buffers_.get(), bulk_buffers_.get(), io_->ring().features().recvsend_bundle,
@@ -124,7 +124,7 @@ void Shard::setup() {
         info_.bulk_buffer_size = bulk_buffers_->buffer_size();
     }
     info_.steering = listeners_.front()->steering();
-    info_.busy_poll = config_.busy_poll;
+    info_.busy_poll = config_.ring.busy_poll;
     info_.ring_features = io_->ring().features().describe();
     info_.direct_descriptors = direct_;
     if (direct_)
@@ -135,16 +135,12 @@ void Shard::setup() {
 bool Shard::choose_inline_splice() const {
     // A parked source is blocking (bulk_park, docs/kernel.md §1.8): a splice(2) on the
     // shard's thread from or into it could wait, so parking keeps the ring's splices.
-    bool parking = config_.bulk_park.count() > 0;
-    switch (config_.splice_mechanism) {
+    bool parking = config_.experimental.bulk_park.count() > 0;
+    switch (config_.splice.splice_mechanism) {
     case SpliceMechanism::Ring:
         return false;
     case SpliceMechanism::Inline:
-        if (parking)
-            throw std::runtime_error("splice_mechanism = \"inline\" cannot be had with "
-                                     "bulk_park: a parked socket is blocking, and an inline "
-                                     "splice must never wait; use \"ring\" or \"auto\"");
-        return true;
+        return true; // validate() refused it with bulk_park
     case SpliceMechanism::Auto:
         return !parking;
     }
@@ -158,7 +154,7 @@ void Shard::make_group_inspectors() {
 }
 
 void Shard::setup_ring() {
-    io_ = std::make_unique<ShardIo>(config_.ring_entries, counters_);
+    io_ = std::make_unique<ShardIo>(config_.ring.ring_entries, counters_);
     slot_closer_ = {io_.get(), &in_flight_};
     uring::Ring& ring = io_->ring();
     if (!setup_.worker_cpus.empty()) {
@@ -177,8 +173,9 @@ void Shard::setup_ring() {
     // runs back to back on one worker), so max_pipes workers can never starve a ready
     // splice (docs/kernel.md §1.4); the cap only guards against a kernel that blocks
     // anyway, which would otherwise grow one thread per idle connection (§1.3).
-    unsigned workers = config_.iowq_max_workers != 0 ? config_.iowq_max_workers
-                                                     : static_cast<unsigned>(config_.max_pipes) + 4;
+    unsigned workers = config_.placement.iowq_max_workers != 0
+                           ? config_.placement.iowq_max_workers
+                           : static_cast<unsigned>(config_.splice.max_pipes) + 4;
     ring.set_worker_limits(0, workers);
     setup_direct_descriptors();
 }
@@ -188,25 +185,23 @@ void Shard::setup_ring() {
 // info line (from the first shard), `on` refuses to start.
 void Shard::setup_direct_descriptors() {
     direct_ = false;
-    if (config_.direct_descriptors == DirectDescriptors::Off) {
+    if (config_.ring.direct_descriptors == DirectDescriptors::Off) {
         info_.plain_fds_reason = "direct_descriptors = \"off\"";
         return;
     }
-    if (config_.bulk_park.count() > 0) {
+    if (config_.experimental.bulk_park.count() > 0) {
         // A parked source is made blocking and given SO_RCVTIMEO with fcntl(2) and
         // setsockopt(2) (directions_park.cpp): both need an fd, and io_uring has no
         // command that changes a file's O_NONBLOCK.
+        // validate() refused direct_descriptors = "on" with bulk_park, for this reason.
         const char* why = "bulk_park needs plain fds (it toggles O_NONBLOCK with fcntl)";
-        if (config_.direct_descriptors == DirectDescriptors::On)
-            throw std::runtime_error(
-                fmt::format("direct_descriptors = \"on\" cannot be had with bulk_park: {}", why));
         if (setup_.index == 0)
             log_.info("direct descriptors off: {}", why);
         info_.plain_fds_reason = why;
         return;
     }
     uring::Ring& ring = io_->ring();
-    unsigned slots = config_.direct_table_size;
+    unsigned slots = config_.ring.direct_table_size;
     if (slots == 0) {
         // One slot per fd the process may open: the kernel refuses a larger table
         // (io_uring/rsrc.c io_sqe_files_register: nr_args > rlimit(RLIMIT_NOFILE) ->
@@ -228,7 +223,7 @@ void Shard::setup_direct_descriptors() {
         direct_ = true;
         return;
     }
-    if (config_.direct_descriptors == DirectDescriptors::On)
+    if (config_.ring.direct_descriptors == DirectDescriptors::On)
         throw std::runtime_error(fmt::format(
             "direct descriptors were asked for (direct_descriptors = \"on\") but this kernel "
             "cannot give them: {}; use \"auto\" or \"off\"",
@@ -243,8 +238,9 @@ void Shard::setup_buffers() {
     if (data_path_ == DataPath::Splice)
         return;
     try {
-        buffers_ = std::make_unique<uring::ProvidedBuffers>(
-            io_->ring(), kCopyBufferGroup, config_.copy_buffers, config_.copy_buffer_size);
+        buffers_ = std::make_unique<uring::ProvidedBuffers>(io_->ring(), kCopyBufferGroup,
+                                                            config_.copy.copy_buffers,
+                                                            config_.copy.copy_buffer_size);
     } catch (const uring::RingError& e) {
         if (data_path_ == DataPath::Copy)
             throw std::runtime_error(fmt::format("data path copy: {}", e.what()));
@@ -254,11 +250,12 @@ void Shard::setup_buffers() {
     }
     // Auto's bulk directions splice (cheaper per GB, docs/bulk-experiments.md), so
     // only Copy has a use for large buffers.
-    if (data_path_ != DataPath::Copy || config_.bulk_buffers == 0)
+    if (data_path_ != DataPath::Copy || config_.copy.bulk_buffers == 0)
         return;
     try {
-        bulk_buffers_ = std::make_unique<uring::ProvidedBuffers>(
-            io_->ring(), kBulkBufferGroup, config_.bulk_buffers, config_.bulk_buffer_size);
+        bulk_buffers_ = std::make_unique<uring::ProvidedBuffers>(io_->ring(), kBulkBufferGroup,
+                                                                 config_.copy.bulk_buffers,
+                                                                 config_.copy.bulk_buffer_size);
     } catch (const uring::RingError& e) {
         log_.warn("{}: bulk directions keep the small copy buffers", e.what());
     }

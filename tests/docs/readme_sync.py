@@ -7,6 +7,8 @@ Fails (status 1, one line per difference) when
   - the SIGUSR1 list in the README does not name exactly the counters of
     engine/include/uringfwd/counter_list.hpp and the close reasons of close_reason.hpp
     (each `closed_<reason>`), and `cqes_per_enter`;
+  - the reasons the README's metrics table gives uringfwd_upstream_connect_failures_total
+    are not exactly the connect failure kinds of connect_failure.hpp;
   - the README's package upgrade names another signal than debian/uring-fwd.postinst
     sends;
   - the README's flags from --listen to --inspect-timeout (which --config replaces)
@@ -50,6 +52,29 @@ def code_counters(root):
     if not counters or not reasons:
         sys.exit("readme_sync: no counter or close reason found in the headers")
     return set(counters) | {f"closed_{r}" for r in reasons} | {"cqes_per_enter"}
+
+
+def code_connect_failures(root):
+    path = os.path.join(root, "engine", "include", "uringfwd", "connect_failure.hpp")
+    with open(path, encoding="utf-8") as f:
+        kinds = re.findall(r"F\(arg, \w+, (\w+),", macro_block(f.read(), "URINGFWD_CONNECT_FAILURES"))
+    if not kinds:
+        sys.exit("readme_sync: no connect failure kind found in connect_failure.hpp")
+    return set(kinds)
+
+
+def connect_failure_problems(readme, kinds):
+    row = next((l for l in readme.splitlines()
+                if l.startswith("| `uringfwd_upstream_connect_failures_total`")), None)
+    if row is None or "failed connects:" not in row:
+        return ["README: no metrics table row \"uringfwd_upstream_connect_failures_total\" "
+                "with \"failed connects: ...\""]
+    named = set(re.findall(r"`([a-z_]+)`", row[row.index("failed connects:"):]))
+    problems = [f"{k}: a connect failure kind the README's metrics table lacks"
+                for k in sorted(kinds - named)]
+    problems += [f"{k}: in the README's connect failure reasons, but no kind of the code"
+                 for k in sorted(named - kinds)]
+    return problems
 
 
 def paragraph(readme, start):
@@ -150,14 +175,17 @@ def man_problems(readme, root, built_page):
     return problems
 
 
-def self_check(readme, counters, signal):
+def self_check(readme, counters, signal, kinds):
     broken = readme.replace("`inline_yields`", "`inline_yeelds`")
     broken = broken.replace(f"`{signal}`", "`SIGUSR2`", 1)
-    found = counter_problems(broken, counters) + upgrade_problems(broken, signal)
-    want = ["inline_yields: a counter", "inline_yeelds: in the README", "README: the package"]
+    broken = broken.replace("`timed_out`, `other` |", "`timedout`, `other` |", 1)
+    found = (counter_problems(broken, counters) + upgrade_problems(broken, signal) +
+             connect_failure_problems(broken, kinds))
+    want = ["inline_yields: a counter", "inline_yeelds: in the README", "README: the package",
+            "timed_out: a connect failure kind", "timedout: in the README"]
     if len(found) != len(want) or any(not p.startswith(w) for p, w in zip(found, want)):
-        sys.exit(f"readme_sync: self-check failed: a misspelt counter and SIGUSR2 reported "
-                 f"{found}")
+        sys.exit(f"readme_sync: self-check failed: a misspelt counter, SIGUSR2 and a misspelt "
+                 f"connect failure reported {found}")
 
 
 def main():
@@ -170,7 +198,9 @@ def main():
         man_source = f.read()
     counters = code_counters(root)
     signal = postinst_signal(root)
+    kinds = code_connect_failures(root)
     problems = counter_problems(readme, counters)
+    problems += connect_failure_problems(readme, kinds)
     problems += upgrade_problems(readme, signal)
     problems += route_flag_problems(readme, man_source)
     problems += man_problems(readme, root, built_page)
@@ -178,9 +208,9 @@ def main():
         print(f"readme_sync: {p}")
     if problems:
         return 1
-    self_check(readme, counters, signal)
-    print(f"readme_sync: ok: {len(counters)} counters, the upgrade's {signal}, the route "
-          f"flags and the man page")
+    self_check(readme, counters, signal, kinds)
+    print(f"readme_sync: ok: {len(counters)} counters, {len(kinds)} connect failure kinds, the "
+          f"upgrade's {signal}, the route flags and the man page")
     return 0
 
 

@@ -85,7 +85,7 @@ void check_config(const uringfwd::EngineConfig& config) {
             if (m.weight < 1 || m.weight > 1000)
                 fail("weight out of range", route.name);
     }
-    const unsigned n = config.copy_buffers;
+    const unsigned n = config.copy.copy_buffers;
     if (n == 0 || (n & (n - 1)) != 0)
         fail("copy_buffers not a power of two", std::to_string(n));
 }

@@ -134,10 +134,10 @@ LanesResult run_lanes(ProxyUnderTest& proxy) {
 
 TEST(Isolation, OnePipeSharedByManyConnectionsSomeAborted) {
     EchoServer upstream;
-    ProxyOptions options;
-    options.data_path = DataPath::Splice;
-    options.max_pipes = 1; // per shard: every connection on a shard shares it
-    ProxyUnderTest proxy{upstream.endpoint(), options};
+    ProxyUnderTest proxy(upstream.endpoint(), [&](EngineConfig& c) {
+        c.data_path = DataPath::Splice;
+        c.splice.max_pipes = 1; // per shard: every connection on a shard shares it
+    });
 
     const LanesResult r = run_lanes(proxy);
     EXPECT_GT(r.stats.pipes_closed_dirty, 0u) << "no pipe was ever closed dirty: the test did "
@@ -148,10 +148,10 @@ TEST(Isolation, OnePipeSharedByManyConnectionsSomeAborted) {
 // every connection, some of which die holding one.
 TEST(Isolation, TwoCopyBuffersSharedByManyConnectionsSomeAborted) {
     EchoServer upstream;
-    ProxyOptions options;
-    options.data_path = DataPath::Copy;
-    options.copy_buffers = 2;
-    ProxyUnderTest proxy{upstream.endpoint(), options};
+    ProxyUnderTest proxy(upstream.endpoint(), [&](EngineConfig& c) {
+        c.data_path = DataPath::Copy;
+        c.copy.copy_buffers = 2;
+    });
 
     const LanesResult r = run_lanes(proxy);
     EXPECT_EQ(r.stats.splices, 0u);
@@ -164,11 +164,11 @@ TEST(Isolation, TwoCopyBuffersSharedByManyConnectionsSomeAborted) {
 // per shard) and both are shared by connections that die holding them.
 TEST(Isolation, AutoPathSharesOnePipeAndTwoCopyBuffersSomeAborted) {
     EchoServer upstream;
-    ProxyOptions options;
-    options.data_path = DataPath::Auto;
-    options.max_pipes = 1;
-    options.copy_buffers = 2;
-    ProxyUnderTest proxy{upstream.endpoint(), options};
+    ProxyUnderTest proxy(upstream.endpoint(), [&](EngineConfig& c) {
+        c.data_path = DataPath::Auto;
+        c.splice.max_pipes = 1;
+        c.copy.copy_buffers = 2;
+    });
 
     const LanesResult r = run_lanes(proxy);
     EXPECT_GT(r.stats.switches_to_splice, 0u) << "no direction moved to the pipe";

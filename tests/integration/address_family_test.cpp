@@ -38,9 +38,10 @@ void expect_duplex(Family upstream_family, std::optional<Endpoint> listen) {
     upstream_plan.send_bytes = kSize;
     upstream_plan.send_seed = 101;
     ScriptedPeer peer{upstream_plan, upstream_family};
-    ProxyOptions options;
-    options.listen = std::move(listen);
-    ProxyUnderTest proxy{peer.endpoint(), options};
+    ProxyUnderTest proxy(peer.endpoint(), [&](EngineConfig& c) {
+        if (listen)
+            c.listen = *listen;
+    });
 
     UniqueFd client = connect_to(proxy.endpoint());
     ExchangePlan client_plan;

@@ -25,12 +25,12 @@ using namespace std::chrono_literals;
 
 constexpr uint64_t kMiB = 1024 * 1024;
 
-ProxyOptions copy_with_bulk(unsigned bulk_buffers = 16, std::size_t size = 256 * 1024) {
-    ProxyOptions options;
-    options.data_path = DataPath::Copy;
-    options.bulk_buffers = bulk_buffers;
-    options.bulk_buffer_size = size;
-    return options;
+ConfigEdit copy_with_bulk(unsigned bulk_buffers = 16, std::size_t size = 256 * 1024) {
+    return [bulk_buffers, size](EngineConfig& c) {
+        c.data_path = DataPath::Copy;
+        c.copy.bulk_buffers = bulk_buffers;
+        c.copy.bulk_buffer_size = size;
+    };
 }
 
 bool kernel_has_bundles() {
@@ -186,7 +186,7 @@ TEST(BulkBuffers, CountMustBeZeroOrAPowerOfTwoUpTo16) {
         config.listen = loopback_any_port();
         config.upstream = Endpoint::parse("127.0.0.1:9");
         config.data_path = DataPath::Copy;
-        config.bulk_buffers = bad;
+        config.copy.bulk_buffers = bad;
         try {
             Engine::start(config);
             ADD_FAILURE() << "started with " << bad << " bulk buffers";

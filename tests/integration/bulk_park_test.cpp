@@ -25,11 +25,11 @@ using namespace std::chrono_literals;
 
 constexpr uint64_t kMiB = 1024 * 1024;
 
-ProxyOptions parking(DataPath path, std::chrono::milliseconds wait = 20ms) {
-    ProxyOptions options;
-    options.data_path = path;
-    options.bulk_park = wait;
-    return options;
+ConfigEdit parking(DataPath path, std::chrono::milliseconds wait = 20ms) {
+    return [path, wait](EngineConfig& c) {
+        c.data_path = path;
+        c.experimental.bulk_park = wait;
+    };
 }
 
 // Both ends send 8 MiB at once and hash what they get.
@@ -115,10 +115,11 @@ TEST(BulkPark, IdleDirectionGoesBackToPolling) {
 // asserts the bound and the progress; parking itself is proven by the tests above.
 TEST(BulkPark, SmallWorkerCapStarvesNobody) {
     EchoServer echo;
-    ProxyOptions options = parking(DataPath::Splice, 200ms);
-    options.iowq_max_workers = 4;
-    options.shards = 1;
-    ProxyUnderTest proxy{echo.endpoint(), options};
+    ProxyUnderTest proxy(echo.endpoint(), [&](EngineConfig& c) {
+        parking(DataPath::Splice, 200ms)(c);
+        c.placement.iowq_max_workers = 4;
+        c.placement.shards = 1;
+    });
     std::atomic<bool> done{false};
     uint64_t most_parked = 0;
     std::thread sampler([&] {

@@ -145,6 +145,21 @@ TEST(CliFlags, ARelativeUpgradeSocketIsRefusedLikeInTheFile) {
         << err;
 }
 
+// Settings each valid on its own line but not together: --check refused them only
+// when the engine started (validate() was not asked), so a checked file could fail to
+// start.
+TEST(CliFlags, CheckRefusesSettingsThatContradictEachOther) {
+    const ConfigFile file{"[engine]\nbulk_park = \"20ms\"\nsplice_mechanism = \"inline\"\n"
+                          "[[route]]\nname = \"a\"\nlisten = \"127.0.0.1:0\"\n"
+                          "[[route.upstream]]\naddress = \"127.0.0.1:2\"\n"};
+    const auto [status, err] = run_to_exit({"--config", file.path(), "--check"});
+    EXPECT_TRUE(status.exited && status.code == 1) << status.describe() << err;
+    EXPECT_NE(err.find(file.path() + ": splice_mechanism = \"inline\" cannot be had with "
+                                     "bulk_park"),
+              std::string::npos)
+        << err;
+}
+
 // -l A -l B: one route listening on both (exit 114 "missing its value" before).
 TEST(CliFlags, ListenGivenTwiceServesBoth) {
     EchoServer echo;

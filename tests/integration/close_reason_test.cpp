@@ -76,9 +76,7 @@ TEST(CloseReason, RefusedUpstream) {
 
 TEST(CloseReason, UpstreamThatNeverAnswersTimesOut) {
     const Blackhole hole;
-    ProxyOptions options;
-    options.connect_timeout = 300ms;
-    ProxyUnderTest proxy{hole.endpoint(), options};
+    ProxyUnderTest proxy{hole.endpoint(), [&](EngineConfig& c) { c.connect_timeout = 300ms; }};
     UniqueFd client;
     if (try_connect(proxy.endpoint(), 5000ms, client) == 0) {
         const IoResult r = recv_until_eof(client.get(), Deadline{5s});

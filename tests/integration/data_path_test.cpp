@@ -24,11 +24,13 @@ using namespace std::chrono_literals;
 
 constexpr std::size_t kMiB = 1024 * 1024;
 
-ProxyOptions with_path(DataPath path, unsigned copy_buffers = 0) {
-    ProxyOptions options;
-    options.data_path = path;
-    options.copy_buffers = copy_buffers;
-    return options;
+// copy_buffers 0: the engine's default.
+ConfigEdit with_path(DataPath path, unsigned copy_buffers = 0) {
+    return [path, copy_buffers](EngineConfig& c) {
+        c.data_path = path;
+        if (copy_buffers != 0)
+            c.copy.copy_buffers = copy_buffers;
+    };
 }
 
 // Request/response over one connection: `rounds` messages of `size` bytes, each echoed
@@ -199,7 +201,7 @@ TEST(DataPath, CopyBufferCountMustBeAPowerOfTwo) {
     config.listen = loopback_any_port();
     config.upstream = echo.endpoint();
     config.data_path = DataPath::Copy;
-    config.copy_buffers = 100;
+    config.copy.copy_buffers = 100;
     try {
         Engine::start(config);
         ADD_FAILURE() << "started with 100 copy buffers";
@@ -213,9 +215,9 @@ TEST(DataPath, CopyBufferCountMustBeAPowerOfTwo) {
 // nothing), and the engine idle again afterwards.
 TEST(BusyPoll, ForwardsIntactAndPollsBeforeSleeping) {
     EchoServer echo;
-    ProxyOptions options;
-    options.busy_poll = std::chrono::microseconds{200};
-    ProxyUnderTest proxy{echo.endpoint(), options};
+    ProxyUnderTest proxy(echo.endpoint(), [&](EngineConfig& c) {
+        c.ring.busy_poll = std::chrono::microseconds{200};
+    });
     UniqueFd client = connect_to(proxy.endpoint());
 
     ping_pong(client.get(), 64, 200, 9);

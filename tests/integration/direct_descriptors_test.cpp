@@ -42,11 +42,11 @@ bool echoes(int fd, const std::string& text) {
     return recv_all(fd, span, Deadline{5s}).status == IoStatus::Ok && got == text;
 }
 
-ProxyOptions one_shard(std::optional<DirectDescriptors> mode = DirectDescriptors::Auto) {
-    ProxyOptions options;
-    options.shards = 1;
-    options.direct_descriptors = mode;
-    return options;
+ConfigEdit one_shard(DirectDescriptors mode = DirectDescriptors::Auto) {
+    return [mode](EngineConfig& c) {
+        c.placement.shards = 1;
+        c.ring.direct_descriptors = mode;
+    };
 }
 
 // Auto chose direct descriptors: this kernel has every piece (6.8 and later).
@@ -88,9 +88,10 @@ TEST(DirectDescriptors, OpenConnectionsHoldSlotsAndGiveThemAllBack) {
 // once its upstream socket found no slot), and is served once the first has closed.
 TEST(DirectDescriptors, AFullTableHoldsTheNextClientInTheBacklogUntilOneCloses) {
     EchoServer echo;
-    ProxyOptions options = one_shard();
-    options.direct_table_size = 3;
-    ProxyUnderTest proxy{echo.endpoint(), options};
+    ProxyUnderTest proxy(echo.endpoint(), [&](EngineConfig& c) {
+        one_shard()(c);
+        c.ring.direct_table_size = 3;
+    });
     SKIP_WITHOUT_DIRECT(proxy);
     EXPECT_EQ(proxy.engine().connection_room().connections_per_shard, 1u);
     EXPECT_EQ(proxy.engine().info().shards.at(0).direct_slots, 3u);
@@ -137,9 +138,10 @@ private:
 TEST(DirectDescriptors, TheObserverSeesTheAddressesAnAcceptIntoASlotBrings) {
     EchoServer echo;
     auto observer = std::make_shared<Addresses>();
-    ProxyOptions options = one_shard();
-    options.observer = observer;
-    ProxyUnderTest proxy{echo.endpoint(), options};
+    ProxyUnderTest proxy(echo.endpoint(), [&](EngineConfig& c) {
+        one_shard()(c);
+        c.observer = observer;
+    });
     SKIP_WITHOUT_DIRECT(proxy);
     UniqueFd client = connect_to(proxy.endpoint());
     ASSERT_TRUE(echoes(client.get(), "who am i"));
@@ -199,9 +201,10 @@ TEST(DirectDescriptors, OffAndWildcardListenersUsePlainFds) {
         ASSERT_TRUE(echoes(client.get(), "plain"));
         EXPECT_EQ(proxy.stats().direct_slots, 0u);
     }
-    ProxyOptions options = one_shard();
-    options.listen = Endpoint::parse("0.0.0.0:0");
-    ProxyUnderTest proxy{echo.endpoint(), options};
+    ProxyUnderTest proxy(echo.endpoint(), [&](EngineConfig& c) {
+        one_shard()(c);
+        c.listen = Endpoint::parse("0.0.0.0:0");
+    });
     SKIP_WITHOUT_DIRECT(proxy);
     Endpoint to = proxy.endpoint();
     to.host = "127.0.0.1";

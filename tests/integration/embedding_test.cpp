@@ -89,9 +89,8 @@ std::string read_exactly(int fd, std::size_t n) {
 TEST(Embedding, ObserverRecordsExactBytesAndACleanClose) {
     auto recorder = std::make_shared<Recorder>();
     EchoServer echo;
-    ProxyOptions options;
-    options.observer = recorder;
-    ProxyUnderTest proxy{{route("web", echo.endpoint())}, options};
+    ProxyUnderTest proxy{{route("web", echo.endpoint())},
+                         [&](EngineConfig& c) { c.observer = recorder; }};
     UniqueFd client = connect_to(proxy.endpoint());
     const std::string payload(100000, 'x');
     ASSERT_EQ(send_all(client.get(), bytes_of(payload), Deadline{5s}).status, IoStatus::Ok);
@@ -118,9 +117,8 @@ TEST(Embedding, ObserverGetsTheCloseReasonAndErrno) {
     EchoServer echo;
     RouteConfig idle = route("idle", echo.endpoint());
     idle.idle_timeout = 200ms;
-    ProxyOptions options;
-    options.observer = recorder;
-    ProxyUnderTest proxy{{route("refused", refusing.endpoint), idle}, options};
+    ProxyUnderTest proxy{{route("refused", refusing.endpoint), idle},
+                         [&](EngineConfig& c) { c.observer = recorder; }};
 
     UniqueFd refused;
     if (try_connect(proxy.endpoint("refused"), 2000ms, refused) == 0)
@@ -216,9 +214,7 @@ TEST(Embedding, SelectorChoosesByClientAddressRejectsAndPointsOutsideThePool) {
             return Selection::of_address(elsewhere);
         return Selection::of_member(0);
     };
-    ProxyOptions options;
-    options.shards = 1;
-    ProxyUnderTest proxy{{r}, options};
+    ProxyUnderTest proxy{{r}, [&](EngineConfig& c) { c.placement.shards = 1; }};
     for (int i = 0; i < 4; ++i) { // not round-robin: every time the same
         EXPECT_EQ(name_through(proxy.endpoint(), Deadline{5s}, "127.0.0.1"), 'a');
         EXPECT_EQ(name_through(proxy.endpoint(), Deadline{5s}, "127.0.0.2"), 'b');
@@ -289,9 +285,8 @@ TEST(Embedding, ForwardPairSendsWhatTheClientSentBeforeFirstAndInOrder) {
 // path finds it.
 TEST(Embedding, ForwardPairOfAClientThatResetResetsTheUpstream) {
     auto recorder = std::make_shared<Recorder>();
-    ProxyOptions options;
-    options.observer = recorder;
-    ProxyUnderTest proxy{{route("web", loopback_any_port())}, options};
+    ProxyUnderTest proxy{{route("web", loopback_any_port())},
+                         [&](EngineConfig& c) { c.observer = recorder; }};
     Gateway gateway;
     Gateway upstream_side;
     UniqueFd client = connect_to(gateway.listener.endpoint());

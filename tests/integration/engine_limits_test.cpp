@@ -79,12 +79,12 @@ int cpu_for(Steering s, int client) {
     return -1;
 }
 
-ProxyOptions two_shards(Steering s) {
-    ProxyOptions o;
-    o.shards = 2;
-    o.cpus = {0, 1};
-    o.steer_by_cpu = s != Steering::KernelHash;
-    return o;
+ConfigEdit two_shards(Steering s) {
+    return [s](EngineConfig& c) {
+        c.placement.shards = 2;
+        c.placement.cpus = {0, 1};
+        c.placement.steer_by_cpu = s != Steering::KernelHash;
+    };
 }
 
 UpstreamMember member(const Endpoint& address, std::size_t max_connections = 0) {

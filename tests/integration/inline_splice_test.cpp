@@ -29,12 +29,10 @@ using namespace std::chrono_literals;
 
 constexpr uint64_t kMiB = 1024 * 1024;
 
-ProxyOptions inline_splicing() {
-    ProxyOptions o;
-    o.shards = 1;
-    o.data_path = DataPath::Splice;
-    o.splice_mechanism = SpliceMechanism::Inline;
-    return o;
+void inline_splicing(EngineConfig& c) {
+    c.placement.shards = 1;
+    c.data_path = DataPath::Splice;
+    c.splice.splice_mechanism = SpliceMechanism::Inline;
 }
 
 RouteConfig route_to(std::string name, const Endpoint& upstream) {
@@ -55,7 +53,7 @@ TEST(InlineSplice, MovesBothWaysInOrderWithoutKernelThreads) {
     upstream_plan.send_bytes = kSize;
     upstream_plan.send_seed = 31;
     ScriptedPeer upstream{upstream_plan};
-    ProxyUnderTest proxy{upstream.endpoint(), inline_splicing()};
+    ProxyUnderTest proxy{upstream.endpoint(), inline_splicing};
 
     UniqueFd client = connect_to(proxy.endpoint());
     ExchangePlan mine;
@@ -90,7 +88,7 @@ TEST(InlineSplice, StalledPeersOfOneConnectionDoNotHoldUpAnother) {
     EchoServer upstream_b;
     ProxyUnderTest proxy{
         {route_to("a", upstream_a.endpoint()), route_to("b", upstream_b.endpoint())},
-        inline_splicing()};
+        inline_splicing};
 
     UniqueFd client_a = connect_to(proxy.endpoint("a"));
     std::future<ExchangeResult> a = std::async(std::launch::async, [&] {
@@ -146,9 +144,8 @@ TEST(InlineSplice, StalledPeersOfOneConnectionDoNotHoldUpAnother) {
 // counter says how often), and every byte still arrives in order.
 TEST(InlineSplice, PacedBulkIsCoalescedAndArrivesIntact) {
     Listener upstream = listen_loopback(Family::Inet4);
-    ProxyOptions options = inline_splicing();
-    ProxyUnderTest proxy{upstream.endpoint(), options};
-    ASSERT_GT(proxy.config().bulk_coalesce.count(), 0) << "coalescing is on by default";
+    ProxyUnderTest proxy{upstream.endpoint(), inline_splicing};
+    ASSERT_GT(proxy.config().splice.bulk_coalesce.count(), 0) << "coalescing is on by default";
 
     UniqueFd client = connect_to(proxy.endpoint());
     UniqueFd server = accept_one(upstream.fd(), Deadline{5s});
@@ -185,7 +182,7 @@ TEST(InlineSplice, PacedBulkIsCoalescedAndArrivesIntact) {
 // connection are each answered without waiting for a tick.
 TEST(InlineSplice, MessagesAfterBulkAreNotCoalesced) {
     EchoServer upstream;
-    ProxyUnderTest proxy{upstream.endpoint(), inline_splicing()};
+    ProxyUnderTest proxy{upstream.endpoint(), inline_splicing};
     UniqueFd client = connect_to(proxy.endpoint());
     // A bulk phase first: 8 MiB echoed.
     std::vector<std::byte> bulk(8 * kMiB, std::byte{7});
@@ -220,9 +217,9 @@ TEST(InlineSplice, CannotBeHadWithBulkPark) {
     EngineConfig config;
     config.listen = loopback_any_port();
     config.upstream = upstream.endpoint();
-    config.shards = 1;
-    config.splice_mechanism = SpliceMechanism::Inline;
-    config.bulk_park = 20ms;
+    config.placement.shards = 1;
+    config.splice.splice_mechanism = SpliceMechanism::Inline;
+    config.experimental.bulk_park = 20ms;
     config.log_level = LogLevel::Error;
     try {
         auto engine = Engine::start(config);
@@ -232,7 +229,7 @@ TEST(InlineSplice, CannotBeHadWithBulkPark) {
             << e.what();
     }
     // auto keeps the ring then, and forwards.
-    config.splice_mechanism = SpliceMechanism::Auto;
+    config.splice.splice_mechanism = SpliceMechanism::Auto;
     auto engine = Engine::start(config);
     EXPECT_NE(engine->describe().find("splices ring"), std::string::npos) << engine->describe();
     engine->stop(0ms);

@@ -134,9 +134,7 @@ TEST(ProxyProtocolAccept, V1InTheSameSegmentAsData) {
     RouteConfig r = route_to(upstream.endpoint());
     r.accept_proxy = true;
     auto recorder = std::make_shared<Recorder>();
-    ProxyOptions options;
-    options.observer = recorder;
-    ProxyUnderTest proxy{{r}, options};
+    ProxyUnderTest proxy{{r}, [&](EngineConfig& c) { c.observer = recorder; }};
     UniqueFd client = connect_to(proxy.endpoint());
     const std::vector<std::byte> payload = Payload(13).bytes(0, kBulk);
     // One send: the header and the first bytes of the stream arrive together.

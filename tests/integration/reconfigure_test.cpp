@@ -126,7 +126,7 @@ TEST(Reconfigure, WhatCannotBeAppliedChangesNothing) {
     }
     // Engine-wide settings are reported, not changed; the routes still are.
     EngineConfig next = with_routes(proxy, {route("main", main_at, {member(b.endpoint())})});
-    next.max_pipes = 7;
+    next.splice.max_pipes = 7;
     const ReloadResult r = proxy.engine().reconfigure(next);
     EXPECT_TRUE(r.applied);
     ASSERT_EQ(r.needs_restart.size(), 1u);

@@ -46,10 +46,8 @@ RouteConfig route(std::string name, std::vector<UpstreamMember> members,
     return r;
 }
 
-ProxyOptions one_shard() {
-    ProxyOptions o;
-    o.shards = 1;
-    return o;
+void one_shard(EngineConfig& c) {
+    c.placement.shards = 1;
 }
 
 // How many of `n` connections reached each member.
@@ -79,7 +77,7 @@ TEST(Routes, RoundRobinFollowsTheWeights) {
     NamedServer c{'c'};
     ProxyUnderTest proxy{
         {route("web", {member(a.endpoint(), 1), member(b.endpoint(), 2), member(c.endpoint(), 3)})},
-        one_shard()};
+        one_shard};
     const std::map<char, int> seen = spread(proxy.endpoint(), 3000);
     EXPECT_EQ(seen.count('?'), 0u);
     EXPECT_NEAR(seen.at('a'), 500, 150); // ±5 % of 3000
@@ -92,7 +90,7 @@ TEST(Routes, LeastActiveSendsNewClientsToTheIdleMember) {
     NamedServer b{'b'};
     ProxyUnderTest proxy{
         {route("web", {member(a.endpoint()), member(b.endpoint())}, BalancePolicy::LeastActive)},
-        one_shard()};
+        one_shard};
     // Ten held connections spread five and five; then the five on `a` end.
     std::vector<UniqueFd> on_a;
     std::vector<UniqueFd> on_b;
@@ -134,11 +132,11 @@ TEST(Routes, MaglevSpreadsClientsEvenlyAndKeepsEachOnItsMember) {
         members.push_back(member(servers.back()->endpoint()));
         members.back().name = std::string(1, name);
     }
-    ProxyUnderTest proxy{{route("web", members, BalancePolicy::Maglev)}, one_shard()};
+    ProxyUnderTest proxy{{route("web", members, BalancePolicy::Maglev)}, one_shard};
     ProxyUnderTest twin{{route("web", {members.rbegin(), members.rend()}, BalancePolicy::Maglev)},
-                        one_shard()};
+                        one_shard};
     members.pop_back();
-    ProxyUnderTest fewer{{route("web", members, BalancePolicy::Maglev)}, one_shard()};
+    ProxyUnderTest fewer{{route("web", members, BalancePolicy::Maglev)}, one_shard};
 
     constexpr int kClients = 10000;
     std::map<char, int> seen;
@@ -187,7 +185,7 @@ TEST(Routes, RefusedMemberIsSkippedWithinTheRetries) {
     NamedServer live{'l'};
     RouteConfig r = route("web", {member(refusing.endpoint), member(live.endpoint())});
     r.pool.retries = 1;
-    ProxyUnderTest proxy{{r}, one_shard()};
+    ProxyUnderTest proxy{{r}, one_shard};
     const std::map<char, int> seen = spread(proxy.endpoint(), 100);
     EXPECT_EQ(seen.at('l'), 100);
     EXPECT_EQ(proxy.stats().closed_refused, 0u) << proxy.stats().to_line();
@@ -199,7 +197,7 @@ TEST(Routes, StatsPerRouteAndMember) {
     NamedServer live{'l'};
     RouteConfig r = route("web", {member(live.endpoint()), member(refusing.endpoint)});
     r.pool.retries = 1;
-    ProxyUnderTest proxy{{r, route("other", {member(live.endpoint())})}, one_shard()};
+    ProxyUnderTest proxy{{r, route("other", {member(live.endpoint())})}, one_shard};
     EXPECT_EQ(spread(proxy.endpoint("web"), 10).at('l'), 10);
     ASSERT_TRUE(eventually([&] { return proxy.stats().active == 0; }, Deadline{5s}));
     const std::vector<RouteStats> stats = proxy.engine().route_stats();
@@ -227,7 +225,7 @@ TEST(Routes, BlackholedMemberIsSkippedWithinTheDeadline) {
     r.pool.connect_timeout = 200ms;
     r.pool.retries = 1;
     r.pool.passive.fall = 0; // keep trying the blackhole: every other client meets it
-    ProxyUnderTest proxy{{r}, one_shard()};
+    ProxyUnderTest proxy{{r}, one_shard};
     for (int i = 0; i < 6; ++i) {
         const auto start = Clock::now();
         EXPECT_EQ(name_through(proxy.endpoint(), Deadline{5s}), 'l');
@@ -241,7 +239,7 @@ TEST(Routes, AllMembersDownResetsTheClientPromptlyAndSaysWhich) {
     const ReservedPort two = reserve_refusing_port();
     RouteConfig r = route("api", {member(one.endpoint), member(two.endpoint)});
     r.pool.retries = 3;
-    ProxyUnderTest proxy{{r}, one_shard()};
+    ProxyUnderTest proxy{{r}, one_shard};
     UniqueFd client;
     if (try_connect(proxy.endpoint(), 2000ms, client) == 0) {
         const auto start = Clock::now();
@@ -267,7 +265,7 @@ TEST(Routes, BackupServesOnlyWhileNoPrimaryIsUp) {
     r.pool.retries = 1;
     r.pool.passive.fall = 1;
     r.pool.passive.backoff = 60s;
-    ProxyUnderTest proxy{{r}, one_shard()};
+    ProxyUnderTest proxy{{r}, one_shard};
     EXPECT_EQ(spread(proxy.endpoint(), 20).at('p'), 20);
     primary.reset(); // its port now refuses
     // The first client finds the primary refusing, which marks it down, and is served
@@ -288,7 +286,7 @@ TEST(Routes, ARefusedConnectFailsOverToTheBackupWhileTheOtherPrimaryIsDown) {
                                   member(backup.endpoint(), 1, true)});
     r.pool.retries = 2;
     r.pool.passive.backoff = 60s; // fall = 3, the default: a member is down on its third
-    ProxyUnderTest proxy{{r}, one_shard()};
+    ProxyUnderTest proxy{{r}, one_shard};
     // Until the first primary has failed three times, round-robin sends every other
     // client to it; each is served by the second primary on its retry.
     for (int i = 0; i < 20 && !proxy.logs("is down", Deadline{0ms}); ++i)
@@ -314,7 +312,7 @@ TEST(Routes, HealthCheckKeepsClientsAwayFromADownMember) {
     r.pool.health_check.interval = 50ms;
     r.pool.health_check.timeout = 200ms;
     r.pool.health_check.fall = 1;
-    ProxyUnderTest proxy{{r}, one_shard()};
+    ProxyUnderTest proxy{{r}, one_shard};
     // Once the check has run, round-robin has only the live member left: no client
     // meets the refusing one (with no retries, one that did would be reset).
     ASSERT_TRUE(proxy.logs("is down", Deadline{5s}));
@@ -335,7 +333,7 @@ TEST(Routes, ConnectionLimitHoldsTheNextClientUntilOneCloses) {
     NamedServer a{'a'};
     RouteConfig r = route("web", {member(a.endpoint())});
     r.max_connections = 2;
-    ProxyUnderTest proxy{{r}, one_shard()};
+    ProxyUnderTest proxy{{r}, one_shard};
     UniqueFd first;
     UniqueFd second;
     ASSERT_EQ(name_through(proxy.endpoint(), Deadline{5s}, {}, &first), 'a');
@@ -357,7 +355,7 @@ TEST(Routes, IdleTimeoutClosesAnIdlePairWithFinButNotASlowOne) {
     NamedServer a{'a'};
     RouteConfig r = route("web", {member(a.endpoint())});
     r.idle_timeout = 300ms;
-    ProxyUnderTest proxy{{r}, one_shard()};
+    ProxyUnderTest proxy{{r}, one_shard};
     UniqueFd idle;
     UniqueFd slow;
     ASSERT_EQ(name_through(proxy.endpoint(), Deadline{5s}, {}, &idle), 'a');

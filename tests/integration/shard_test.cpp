@@ -67,16 +67,16 @@ public:
         EngineConfig config;
         config.listen = loopback_any_port();
         config.upstream = upstream;
-        config.cpus = kShardCpus;
-        config.shards = kShardCpus.size();
-        config.steer_by_cpu = options.steer_by_cpu;
+        config.placement.cpus = kShardCpus;
+        config.placement.shards = kShardCpus.size();
+        config.placement.steer_by_cpu = options.steer_by_cpu;
         config.drain_timeout = options.drain_timeout;
         config.connect_timeout = 2000ms;
         config.log_level = LogLevel::Info;
         if (auto direct = direct_descriptors_under_test())
-            config.direct_descriptors = *direct;
+            config.ring.direct_descriptors = *direct;
         if (auto mechanism = splice_mechanism_under_test())
-            config.splice_mechanism = *mechanism;
+            config.splice.splice_mechanism = *mechanism;
         config.log_sink = [logs = logs_](LogLevel level, std::string_view line) {
             std::lock_guard lock(logs->mu);
             logs->lines.push_back(fmt::format("[{}] {}", to_string(level), line));

@@ -63,10 +63,10 @@ TEST(SocketOptions, BothSocketsOfAConnectionHaveNoDelay) {
     // client's socket gets it from its listener (an accepted socket is a copy of it),
     // the upstream's is set when it is made.
     Listener upstream = listen_loopback(Family::Inet4);
-    ProxyOptions options;
-    options.shards = 1;
-    options.direct_descriptors = DirectDescriptors::Off;
-    ProxyUnderTest proxy{upstream.endpoint(), options};
+    ProxyUnderTest proxy(upstream.endpoint(), [&](EngineConfig& c) {
+        c.placement.shards = 1;
+        c.ring.direct_descriptors = DirectDescriptors::Off;
+    });
 
     UniqueFd client = connect_to(proxy.endpoint());
     UniqueFd server_side = accept_one(upstream.fd(), Deadline{5s});

@@ -1,5 +1,5 @@
 // What IORING_OP_SPLICE does with a TCP source that is blocking or not, on the running
-// kernel: the facts the parked bulk splice (EngineConfig::bulk_park, docs/kernel.md
+// kernel: the facts the parked bulk splice (EngineConfig::Experimental::bulk_park, docs/kernel.md
 // §1.8) rests on. Each test is a probe written as an assertion, so a kernel that
 // changes any of it fails here before it misleads the engine.
 //

@@ -143,9 +143,7 @@ TEST(ProxyProtocolInterop, HaproxySendsAndUringFwdAcceptsTheRealClient) {
         r.accept_proxy = true;
         r.trusted_sources = {"127.0.0.0/8"};
         auto recorder = std::make_shared<ClientRecorder>();
-        ProxyOptions options;
-        options.observer = recorder;
-        ProxyUnderTest proxy{{r}, options};
+        ProxyUnderTest proxy{{r}, [&](EngineConfig& c) { c.observer = recorder; }};
 
         ScratchDir dir(option);
         uint16_t port = free_port();

@@ -17,51 +17,37 @@ Endpoint loopback_any_port() {
     return ep;
 }
 
-ProxyUnderTest::ProxyUnderTest(const Endpoint& upstream, ProxyOptions options) {
+ProxyUnderTest::ProxyUnderTest(const Endpoint& upstream, const ConfigEdit& edit) {
     EngineConfig config;
-    config.listen = options.listen.value_or(loopback_any_port());
+    config.listen = loopback_any_port();
     config.upstream = upstream;
-    config.connect_timeout = options.connect_timeout;
-    start(std::move(config), options);
+    config.connect_timeout = std::chrono::milliseconds{2000};
+    start(std::move(config), edit);
 }
 
-ProxyUnderTest::ProxyUnderTest(std::vector<RouteConfig> routes, ProxyOptions options) {
+ProxyUnderTest::ProxyUnderTest(std::vector<RouteConfig> routes, const ConfigEdit& edit) {
     EngineConfig config;
     config.routes = std::move(routes);
-    start(std::move(config), options);
+    start(std::move(config), edit);
 }
 
-void ProxyUnderTest::start(EngineConfig config, const ProxyOptions& options) {
-    config.shards = options.shards;
-    config.cpus = options.cpus;
-    config.steer_by_cpu = options.steer_by_cpu;
-    config.observer = options.observer;
-    config.max_pipes = options.max_pipes;
-    config.pipe_size = options.pipe_size;
-    config.log_level = options.log_level;
-    config.busy_poll = options.busy_poll;
-    config.bulk_park = options.bulk_park;
-    config.iowq_max_workers = options.iowq_max_workers;
-    if (options.copy_buffers != 0)
-        config.copy_buffers = options.copy_buffers;
-    if (options.bulk_buffers)
-        config.bulk_buffers = *options.bulk_buffers;
-    if (options.bulk_buffer_size)
-        config.bulk_buffer_size = *options.bulk_buffer_size;
-    if (options.data_path)
-        config.data_path = *options.data_path;
-    else if (auto path = data_path_under_test())
+void ProxyUnderTest::start(EngineConfig config, const ConfigEdit& edit) {
+    config.log_level = LogLevel::Warn;
+    if (auto path = data_path_under_test())
         config.data_path = *path;
-    if (options.direct_descriptors)
-        config.direct_descriptors = *options.direct_descriptors;
-    else if (auto direct = direct_descriptors_under_test())
-        config.direct_descriptors = *direct;
-    if (options.splice_mechanism)
-        config.splice_mechanism = *options.splice_mechanism;
-    else if (auto mechanism = splice_mechanism_under_test();
-             mechanism && options.bulk_park.count() == 0)
-        config.splice_mechanism = *mechanism;
-    config.direct_table_size = options.direct_table_size;
+    if (auto direct = direct_descriptors_under_test())
+        config.ring.direct_descriptors = *direct;
+    const std::optional<SpliceMechanism> mechanism = splice_mechanism_under_test();
+    if (mechanism)
+        config.splice.splice_mechanism = *mechanism;
+    if (edit)
+        edit(config);
+    // A test that parks bulk sources keeps the engine's own choice of mechanism (the
+    // ring's, docs/kernel.md §1.8) rather than the one under test: inline splices
+    // cannot be had with bulk_park.
+    if (mechanism && config.experimental.bulk_park.count() > 0 &&
+        config.splice.splice_mechanism == *mechanism)
+        config.splice.splice_mechanism = SpliceMechanism::Auto;
     config.log_sink = [logs = logs_](LogLevel level, std::string_view line) {
         std::lock_guard lock(logs->mu);
         logs->lines.push_back(fmt::format("[{}] {}", to_string(level), line));

@@ -6,6 +6,7 @@
 #include "tests/support/deadline.hpp"
 #include "uringfwd/engine.hpp"
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -14,38 +15,19 @@
 
 namespace uringfwd::test {
 
-struct ProxyOptions {
-    // Default: 127.0.0.1:0.
-    std::optional<Endpoint> listen;
-    std::chrono::milliseconds connect_timeout{2000};
-    std::size_t max_pipes = 128;
-    std::size_t pipe_size = 0;
-    // Unset: the path under test (data_path_under_test.hpp), else the engine's default.
-    std::optional<DataPath> data_path;
-    // Unset: the mode under test (URING_FWD_TEST_DIRECT), else the engine's default.
-    std::optional<DirectDescriptors> direct_descriptors;
-    // Unset: the mechanism under test (URING_FWD_TEST_SPLICE), else the engine's default.
-    std::optional<SpliceMechanism> splice_mechanism;
-    unsigned direct_table_size = 0;              // 0: the engine's default
-    unsigned copy_buffers = 0;                   // 0: the engine's default
-    std::optional<unsigned> bulk_buffers;        // unset: the engine's default
-    std::optional<std::size_t> bulk_buffer_size; // unset: the engine's default
-    std::chrono::microseconds busy_poll{0};
-    std::chrono::milliseconds bulk_park{0};
-    unsigned iowq_max_workers = 0; // 0: the engine's default
-    std::size_t shards = 0;        // 0: the engine's default (one per CPU)
-    std::vector<int> cpus;         // empty: the engine's default (every CPU allowed)
-    bool steer_by_cpu = true;
-    std::shared_ptr<ConnectionObserver> observer;
-    // Quiet by default; the captured lines are printed when a test fails.
-    LogLevel log_level = LogLevel::Warn;
-};
+// Changes a test makes to the engine's configuration before it starts, on top of the
+// defaults ProxyUnderTest gives it (see there): what the test sets wins.
+using ConfigEdit = std::function<void(EngineConfig&)>;
 
 class ProxyUnderTest {
 public:
-    explicit ProxyUnderTest(const Endpoint& upstream, ProxyOptions options = {});
-    // Serves these routes instead (options.listen and connect_timeout do not apply).
-    explicit ProxyUnderTest(std::vector<RouteConfig> routes, ProxyOptions options = {});
+    // Forwards 127.0.0.1:0 to `upstream`. Before `edit` sees it, the configuration holds
+    // the engine's defaults but for a connect_timeout of 2 s, log level warn (quiet: the
+    // captured lines are printed when a test fails), and the data path, direct-descriptor
+    // mode and splice mechanism under test (data_path_under_test.hpp), where one is.
+    explicit ProxyUnderTest(const Endpoint& upstream, const ConfigEdit& edit = {});
+    // Serves these routes instead (listen, upstream and connect_timeout stay unset).
+    explicit ProxyUnderTest(std::vector<RouteConfig> routes, const ConfigEdit& edit = {});
     ~ProxyUnderTest();
     ProxyUnderTest(const ProxyUnderTest&) = delete;
     ProxyUnderTest& operator=(const ProxyUnderTest&) = delete;
@@ -68,7 +50,7 @@ public:
     bool logs(std::string_view text, const Deadline& deadline) const;
 
 private:
-    void start(EngineConfig config, const ProxyOptions& options);
+    void start(EngineConfig config, const ConfigEdit& edit);
     struct LogBuffer {
         mutable std::mutex mu;
         std::vector<std::string> lines;

@@ -109,24 +109,24 @@ listen = ":5432"
     ASSERT_THAT(result.errors, IsEmpty());
     ASSERT_TRUE(result.config.has_value());
     const EngineConfig& c = *result.config;
-    EXPECT_EQ(c.shards, 2u);
-    EXPECT_EQ(c.cpus, (std::vector<int>{1, 2, 3})); // "1-3" within nodes 0-1 (CPUs 0-3)
-    EXPECT_FALSE(c.steer_by_cpu);
-    EXPECT_EQ(c.worker_placement, EngineConfig::WorkerPlacement::ShardNode);
-    EXPECT_EQ(c.iowq_max_workers, 8u);
+    EXPECT_EQ(c.placement.shards, 2u);
+    EXPECT_EQ(c.placement.cpus, (std::vector<int>{1, 2, 3})); // "1-3" within nodes 0-1 (CPUs 0-3)
+    EXPECT_FALSE(c.placement.steer_by_cpu);
+    EXPECT_EQ(c.placement.worker_placement, WorkerPlacement::ShardNode);
+    EXPECT_EQ(c.placement.iowq_max_workers, 8u);
     EXPECT_EQ(c.data_path, DataPath::Copy);
-    EXPECT_EQ(c.splice_mechanism, SpliceMechanism::Ring);
-    EXPECT_EQ(c.direct_descriptors, DirectDescriptors::Off);
-    EXPECT_EQ(c.direct_table_size, 1000u);
-    EXPECT_EQ(c.max_pipes, 64u);
-    EXPECT_EQ(c.pipe_size, 65536u);
-    EXPECT_EQ(c.copy_buffers, 256u);
-    EXPECT_EQ(c.copy_buffer_size, 65536u);
-    EXPECT_EQ(c.bulk_buffers, 8u);
-    EXPECT_EQ(c.bulk_buffer_size, 1048576u);
-    EXPECT_EQ(c.busy_poll, 50us);
-    EXPECT_EQ(c.bulk_coalesce, 400us);
-    EXPECT_EQ(c.bulk_park, 20ms);
+    EXPECT_EQ(c.splice.splice_mechanism, SpliceMechanism::Ring);
+    EXPECT_EQ(c.ring.direct_descriptors, DirectDescriptors::Off);
+    EXPECT_EQ(c.ring.direct_table_size, 1000u);
+    EXPECT_EQ(c.splice.max_pipes, 64u);
+    EXPECT_EQ(c.splice.pipe_size, 65536u);
+    EXPECT_EQ(c.copy.copy_buffers, 256u);
+    EXPECT_EQ(c.copy.copy_buffer_size, 65536u);
+    EXPECT_EQ(c.copy.bulk_buffers, 8u);
+    EXPECT_EQ(c.copy.bulk_buffer_size, 1048576u);
+    EXPECT_EQ(c.ring.busy_poll, 50us);
+    EXPECT_EQ(c.splice.bulk_coalesce, 400us);
+    EXPECT_EQ(c.experimental.bulk_park, 20ms);
     EXPECT_EQ(c.drain_timeout, 2min);
     EXPECT_EQ(c.log_level, LogLevel::Debug);
     EXPECT_EQ(result.operations.upgrade_socket, "/run/uring-fwd/upgrade.sock");
@@ -187,17 +187,17 @@ TEST(ConfigFile, NoEngineTableKeepsEngineDefaults) {
     ASSERT_THAT(result.errors, IsEmpty());
     const EngineConfig& c = *result.config;
     const EngineConfig defaults;
-    EXPECT_EQ(c.shards, defaults.shards);
-    EXPECT_EQ(c.cpus, defaults.cpus);
-    EXPECT_EQ(c.steer_by_cpu, defaults.steer_by_cpu);
+    EXPECT_EQ(c.placement.shards, defaults.placement.shards);
+    EXPECT_EQ(c.placement.cpus, defaults.placement.cpus);
+    EXPECT_EQ(c.placement.steer_by_cpu, defaults.placement.steer_by_cpu);
     EXPECT_EQ(c.data_path, defaults.data_path);
-    EXPECT_EQ(c.direct_descriptors, DirectDescriptors::Auto);
-    EXPECT_EQ(c.splice_mechanism, SpliceMechanism::Auto);
-    EXPECT_EQ(c.direct_table_size, 0u);
-    EXPECT_EQ(c.max_pipes, defaults.max_pipes);
-    EXPECT_EQ(c.copy_buffers, defaults.copy_buffers);
-    EXPECT_EQ(c.bulk_buffers, defaults.bulk_buffers);
-    EXPECT_EQ(c.bulk_buffer_size, defaults.bulk_buffer_size);
+    EXPECT_EQ(c.ring.direct_descriptors, DirectDescriptors::Auto);
+    EXPECT_EQ(c.splice.splice_mechanism, SpliceMechanism::Auto);
+    EXPECT_EQ(c.ring.direct_table_size, 0u);
+    EXPECT_EQ(c.splice.max_pipes, defaults.splice.max_pipes);
+    EXPECT_EQ(c.copy.copy_buffers, defaults.copy.copy_buffers);
+    EXPECT_EQ(c.copy.bulk_buffers, defaults.copy.bulk_buffers);
+    EXPECT_EQ(c.copy.bulk_buffer_size, defaults.copy.bulk_buffer_size);
     EXPECT_EQ(c.drain_timeout, defaults.drain_timeout);
     EXPECT_EQ(c.log_level, defaults.log_level);
 }
@@ -205,7 +205,7 @@ TEST(ConfigFile, NoEngineTableKeepsEngineDefaults) {
 TEST(ConfigFile, NumaNodesAloneGiveTheirCpus) {
     const ConfigFileResult result = parse("[engine]\nnuma_nodes = \"1\"\n" + web());
     ASSERT_THAT(result.errors, IsEmpty());
-    EXPECT_EQ(result.config->cpus, (std::vector<int>{2, 3}));
+    EXPECT_EQ(result.config->placement.cpus, (std::vector<int>{2, 3}));
 }
 
 // The topology is read only when the file names NUMA nodes.

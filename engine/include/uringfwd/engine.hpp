@@ -156,7 +156,7 @@ public:
     // For a binary upgrade: every listening socket of every shard, address by address
     // and, within one, shard by shard (the SO_REUSEPORT group's order). The engine
     // owns them; pass them on (SCM_RIGHTS) to a new engine's
-    // EngineConfig::inherited_listeners before calling release_listeners(). Empty
+    // EngineConfig::Inherited::inherited_listeners before calling release_listeners(). Empty
     // once released or stopping.
     std::vector<int> listener_fds() const;
     // Stops accepting without closing the listening sockets for anyone else: each

@@ -30,7 +30,7 @@ struct OperationsConfig {
     // The binary's binary-upgrade control socket (--upgrade-socket, [engine]
     // upgrade_socket; is_upgrade_socket_path()); empty: none. The engine offers what an
     // upgrade needs (Engine::listener_fds(), release_listeners(),
-    // EngineConfig::inherited_listeners); docs/service.md.
+    // EngineConfig::Inherited::inherited_listeners); docs/service.md.
     std::string upgrade_socket;
 
     bool operator==(const OperationsConfig&) const = default;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "uringfwd/close_reason.hpp"
+#include "uringfwd/connect_failure.hpp"
 #include "uringfwd/counter_list.hpp"
 #include "uringfwd/histogram.hpp"
 
@@ -59,17 +60,6 @@ struct ShardStats {
     HistogramSnapshot connect_time;
     HistogramSnapshot duration;
 };
-
-// Why a connect to a pool member failed (MemberStats::connect_failures).
-enum class ConnectFailure : uint8_t {
-    Refused,     // ECONNREFUSED: nothing listens there
-    Unreachable, // EHOSTUNREACH, ENETUNREACH, EADDRNOTAVAIL, ...: no route to it
-    TimedOut,    // no answer within connect_timeout
-    Other,       // any other error
-};
-inline constexpr std::size_t kConnectFailureCount = 4;
-std::string_view to_string(ConnectFailure failure); // "refused", "unreachable", ...
-ConnectFailure connect_failure_of(int error);       // from a positive errno
 
 // One pool member, summed over shards (Engine::route_stats).
 struct MemberStats {

@@ -168,7 +168,7 @@ Outcome Directions::drain_inline(Connection& conn, Side side) {
     return follow(conn, side, next, /*read_result=*/0, out);
 }
 
-// Coalescing (EngineConfig::bulk_coalesce). A shard that is quicker than its bulk
+// Coalescing (EngineConfig::Splice::bulk_coalesce). A shard that is quicker than its bulk
 // streams wakes for every few segments: each wake-up then moves little and costs as
 // much, and the proxy's CPU per GB doubles (docs/bulk-experiments.md, issue 19: the
 // same 8 streams at 150 KB or 600 KB per splice, at 0.13 or 0.05 CPU s/GB). A
@@ -180,8 +180,9 @@ Outcome Directions::drain_inline(Connection& conn, Side side) {
 // direction's switch to copying as usual.
 bool Directions::should_coalesce(const Direction& dir, uint64_t moved) const {
     const std::size_t capacity = dir.pipe->capacity();
-    return shard_.config.bulk_coalesce.count() > 0 && !stopping_ && moved >= kCoalesceLeast &&
-           moved < capacity / 2 && dir.wake_bytes_avg >= bulk_threshold(capacity);
+    return shard_.config.splice.bulk_coalesce.count() > 0 && !stopping_ &&
+           moved >= kCoalesceLeast && moved < capacity / 2 &&
+           dir.wake_bytes_avg >= bulk_threshold(capacity);
 }
 
 void Directions::coalesce(Connection& conn, Side side) {
@@ -194,7 +195,7 @@ void Directions::coalesce(Connection& conn, Side side) {
     if (!tick_armed_) {
         tick_armed_ = true;
         shard_.io.timeout(in_flight_, OpTag::for_shard(Op::CoalesceTick),
-                          shard_.config.bulk_coalesce);
+                          shard_.config.splice.bulk_coalesce);
     }
 }
 

@@ -1,5 +1,5 @@
-// bulk_park (EngineConfig): a bulk direction whose splices wait in the kernel for data,
-// on their io-wq worker, instead of returning EAGAIN and being gated by a poll. What a
+// bulk_park (EngineConfig::experimental): a bulk direction whose splices wait in the kernel for
+// data, on their io-wq worker, instead of returning EAGAIN and being gated by a poll. What a
 // blocking splice loop does, inside io_uring (docs/kernel.md §1.8). Experimental and
 // off by default until it measures cheaper.
 #include "shard/directions/directions.hpp"
@@ -45,8 +45,10 @@ bool is_tcp(int fd) {
 // its own direction's splice waiting for data and the other direction's waiting for
 // room in it (O_NONBLOCK belongs to the open file, which both directions share).
 unsigned Directions::park_limit() const {
-    auto pipes = static_cast<unsigned>(shard_.config.max_pipes);
-    unsigned cap = shard_.config.iowq_max_workers != 0 ? shard_.config.iowq_max_workers : pipes + 4;
+    auto pipes = static_cast<unsigned>(shard_.config.splice.max_pipes);
+    unsigned cap = shard_.config.placement.iowq_max_workers != 0
+                       ? shard_.config.placement.iowq_max_workers
+                       : pipes + 4;
     if (cap >= pipes + 2)
         return pipes;
     return cap > 2 ? (cap - 2) / 2 : 0;
@@ -54,15 +56,16 @@ unsigned Directions::park_limit() const {
 
 void Directions::park(Connection& conn, Side side) {
     Direction& dir = conn.dir(side);
-    if (dir.parked || shard_.config.bulk_park.count() <= 0 || parked_now_ >= park_limit() ||
-        dir.src.fixed || !is_tcp(dir.src.index))
+    if (dir.parked || shard_.config.experimental.bulk_park.count() <= 0 ||
+        parked_now_ >= park_limit() || dir.src.fixed || !is_tcp(dir.src.index))
         return; // a slot of the file table has no fd for fcntl(2) and SO_RCVTIMEO
 
     // net/ipv4/tcp.c tcp_splice_read waits sock_rcvtimeo(sk, file's O_NONBLOCK): up to
     // SO_RCVTIMEO on a blocking socket, then -EAGAIN (tests/integration/
     // splice_park_probe_test.cpp). SO_SNDTIMEO bounds the other direction's splices
     // into this socket, which turn blocking with it.
-    if (!set_timeouts(dir.src.index, shard_.config.bulk_park) || !set_blocking(dir.src.index, true))
+    if (!set_timeouts(dir.src.index, shard_.config.experimental.bulk_park) ||
+        !set_blocking(dir.src.index, true))
         return;
     dir.parked = true;
     ++parked_now_;
