@@ -39,11 +39,11 @@ bool clients_gone_before_the_upstream_answers() {
     answer.order = ExchangePlan::Order::ReceiveFirst;
     answer.send_bytes = 16 * kMiB;
     ScriptedPeer upstream{answer, Family::Inet4, milliseconds{20000}};
-    ProxyOptions options;
-    options.shards = 1;
-    options.data_path = DataPath::Splice;
-    options.splice_mechanism = SpliceMechanism::Inline;
-    ProxyUnderTest proxy{upstream.endpoint(), options};
+    ProxyUnderTest proxy{upstream.endpoint(), [](EngineConfig& c) {
+                             c.placement.shards = 1;
+                             c.data_path = DataPath::Splice;
+                             c.splice.splice_mechanism = SpliceMechanism::Inline;
+                         }};
     for (int c = 0; c < kClients; ++c) {
         UniqueFd fd = connect_to(proxy.endpoint());
         const char byte = 'x';
