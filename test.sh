@@ -11,7 +11,11 @@
 #   5. unit + integration (auto and copy) under AddressSanitizer + UndefinedBehaviorSanitizer
 #   6. integration (auto) under ThreadSanitizer (shards run on threads)
 #   7. a short libFuzzer run of every parser of outside input (each target must report)
-# Steps 2 and 4 run in the background, niced, while step 1's suites run.
+#   8. with URING_FWD_QEMU=1 only (off by default: 1.5 to 3 minutes of both cores): a QEMU
+#      guest on Debian 12's 6.1 kernel with two NUMA nodes runs the binary's smoke checks
+#      (scripts/qemu/run.sh, docs/qemu.md); one result line, qemu-6.1-numa
+# Steps 2 and 4 run in the background, niced, while step 1's suites run; so does step 8,
+# once step 1 has built the binary it boots.
 #
 # Which step compiles which build a user or packager may make (-Dbuildtype x -Dtests):
 #   buildtype       with tests                          without tests
@@ -34,7 +38,10 @@ cd "$(dirname "$0")" || exit 1
 step() { echo "=== $1 (at ${SECONDS} s)"; }
 results=()   # one "junit-file status" or "name:ok|fail" entry per step
 
-scripts/install-deps.sh || { echo "dependency installation failed"; echo "0 passed, 1 failed"; exit 1; }
+qemu="${URING_FWD_QEMU:-0}"
+deps_args=()
+[[ $qemu == 1 ]] && deps_args+=(--qemu)
+scripts/install-deps.sh "${deps_args[@]}" || { echo "dependency installation failed"; echo "0 passed, 1 failed"; exit 1; }
 
 # build-dir "suites to run (empty: all)" [meson setup args...]; $targets, when set, names
 # the only ninja targets the suites need (a sanitizer build then compiles no more).
@@ -83,6 +90,21 @@ background_log=build-background.log
 if [[ $quick != 1 ]]; then
   background_builds >"$background_log" 2>&1 &
   background_pid=$!
+fi
+# Step 8: the guest boots step 1's binary, so that is built first; the guest then runs
+# in the background (niced; the run is bounded by scripts/qemu/run.sh's timeout) while
+# step 1's suites run. Its last line is its result.
+qemu_log=build-qemu.log
+if [[ $qemu == 1 ]]; then
+  step "qemu-6.1-numa (in the background)"
+  if { [[ -f build/build.ninja ]] || meson setup build >build.setup.log 2>&1; } &&
+    ninja -C build engine/uring-fwd >build-qemu-binary.log 2>&1; then
+    nice -n 19 scripts/qemu/run.sh build >"$qemu_log" 2>&1 &
+    qemu_pid=$!
+  else
+    tail -20 build.setup.log build-qemu-binary.log 2>/dev/null
+    results+=("qemu-6.1-numa:fail")
+  fi
 fi
 run_suites build ""
 if [[ $quick != 1 ]]; then
@@ -138,6 +160,20 @@ if [[ $quick != 1 ]]; then
     echo "fuzz: run.sh exited $fuzz_status"
     results+=("fuzz-run.sh:fail")
   fi
+fi
+
+if [[ $qemu == 1 && -n ${qemu_pid:-} ]]; then
+  step "qemu-6.1-numa (started with step 1)"
+  wait "$qemu_pid"
+  cat "$qemu_log"
+  case "$(tail -1 "$qemu_log")" in
+    "qemu-6.1-numa: ok "*) results+=("qemu-6.1-numa:ok") ;;
+    "qemu-6.1-numa: skip "*) results+=("qemu-6.1-numa:skip") ;;
+    *) results+=("qemu-6.1-numa:fail") ;;
+  esac
+elif [[ $qemu != 1 ]]; then
+  echo "qemu-6.1-numa: skip (off: URING_FWD_QEMU=1 turns it on)"
+  results+=("qemu-6.1-numa:skip")
 fi
 
 step "done"

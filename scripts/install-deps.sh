@@ -4,6 +4,7 @@
 #   scripts/install-deps.sh --run    to build and run the binary (and the demo)
 #   scripts/install-deps.sh          to build and run the tests as well
 #   scripts/install-deps.sh --bench  the tests plus the micro-benchmarks
+#   scripts/install-deps.sh --qemu   the tests plus the QEMU guest (scripts/qemu/run.sh)
 set -euo pipefail
 
 packages=(
@@ -26,6 +27,9 @@ if [[ "${1:-}" != "--run" ]]; then
 fi
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(libbenchmark-dev)
+fi
+if [[ "${1:-}" == "--qemu" ]]; then
+  packages+=(qemu-system-x86 busybox-static cpio) # the kernel is fetched by run.sh
 fi
 
 missing=()

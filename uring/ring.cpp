@@ -356,6 +356,20 @@ int Ring::set_worker_affinity(const std::vector<int>& cpus) {
     return io_uring_register_iowq_aff(&state_->ring, sizeof(set), &set);
 }
 
+int Ring::run_on_worker() {
+    constexpr uint64_t kWorkerNopTag = ~uint64_t{0};
+    io_uring_sqe* sqe = next_sqe();
+    io_uring_prep_nop(sqe);
+    // Queued to io-wq with no inline attempt (io_uring/io_uring.c io_queue_sqe_fallback
+    // -> io_queue_iowq).
+    sqe->flags |= IOSQE_ASYNC;
+    io_uring_sqe_set_data64(sqe, kWorkerNopTag);
+    for (;;)
+        for (const Completion& c : submit_and_wait(1))
+            if (c.user_data == kWorkerNopTag)
+                return c.result;
+}
+
 int Ring::set_worker_limits(unsigned bounded, unsigned unbounded) {
     unsigned values[2] = {bounded, unbounded};
     return io_uring_register_iowq_max_workers(&state_->ring, values);

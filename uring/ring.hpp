@@ -253,6 +253,11 @@ public:
     int set_worker_affinity(const std::vector<int>& cpus);
     // Caps io-wq workers (bounded, unbounded; 0 = keep). Returns 0 or negated errno.
     int set_worker_limits(unsigned bounded, unsigned unbounded);
+    // Runs one nop on an io-wq worker (IOSQE_ASYNC) and waits for it, so that a worker
+    // of this thread exists afterwards (io-wq creates one when none is idle; an idle
+    // one exits after 5 s, io_uring/io-wq.c WORKER_IDLE_TIMEOUT). Call it before
+    // anything else is submitted, as probe_direct(). Returns the nop's result.
+    int run_on_worker();
 
     const RingFeatures& features() const { return features_; }
     const RingCounters& counters() const { return counters_; }

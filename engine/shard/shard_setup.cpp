@@ -3,6 +3,7 @@
 #include "platform/cpu_affinity.hpp"
 #include "shard/inspect/sni_inspector.hpp"
 #include "shard/shard.hpp"
+#include "uringfwd/cpu_list.hpp"
 
 #include <pthread.h>
 #include <sys/resource.h>
@@ -21,6 +22,35 @@ constexpr uint16_t kCopyBufferGroup = 0;
 constexpr uint16_t kBulkBufferGroup = 1;
 // The default file table's size at most: 65536 connections per shard.
 constexpr rlim_t kDefaultTableCap = rlim_t{1} << 17;
+
+// Says which CPUs the kernel gave the shard's io-wq workers when it asked for more than
+// its own CPU (iowq_cpus = "node"), as one of them reports. Since Linux 6.2 a worker
+// stays on the CPUs its shard thread pinned itself to wherever the two overlap: it
+// inherits the thread's requested affinity (kernel/fork.c dup_task_struct ->
+// dup_user_cpus_ptr, kept since commit 8f9ea86fdf99 "sched: Always preserve the user
+// requested cpumask") and set_cpus_allowed_ptr() intersects any new mask with it
+// (kernel/sched/core.c __set_cpus_allowed_ptr, commit da019032819a "sched: Enforce user
+// requested affinity"), so io_init_new_worker's set_cpus_allowed_ptr(wq->cpu_mask)
+// (io_uring/io-wq.c) yields the shard's CPU. Nothing in user space undoes that for a
+// pinned thread, so the log says it; 6.1 gives the whole mask.
+void report_worker_cpus(uring::Ring& ring, const std::vector<int>& asked, int shard_tid,
+                        const Logger& log) {
+    std::vector<int> given;
+    if (ring.run_on_worker() >= 0)
+        given = io_worker_cpus(shard_tid);
+    if (given.empty())
+        log.info("io-wq workers: asked for CPUs {} (iowq_cpus = \"node\"); no "
+                 "worker could be seen to tell what the kernel gave",
+                 format_cpu_list(asked));
+    else if (given == asked)
+        log.info("io-wq workers: CPUs {}, the node's, as iowq_cpus = \"node\" asks",
+                 format_cpu_list(given));
+    else
+        log.warn("io-wq workers: CPUs {}, not the node's {} that iowq_cpus = "
+                 "\"node\" asks for: this kernel (Linux 6.2 or later) keeps a worker on the "
+                 "CPU its shard thread is pinned to, so each shard's workers share its CPU",
+                 format_cpu_list(given), format_cpu_list(asked));
+}
 } // namespace
 
 void Shard::setup() {
@@ -134,6 +164,9 @@ void Shard::setup_ring() {
         if (int rc = ring.set_worker_affinity(setup_.worker_cpus); rc < 0)
             log_.warn("io-wq affinity refused ({}); workers may run on any CPU",
                       std::strerror(-rc));
+        else if (setup_.index == 0 && setup_.worker_cpus.size() > 1)
+            report_worker_cpus(ring, setup_.worker_cpus,
+                               counters_.thread_id.load(std::memory_order_relaxed), log_);
     }
     // Cap the unbounded io-wq pool (where socket and pipe splices go). Every splice we
     // submit is non-blocking, and at most one runs per leased pipe (a hard-linked pair

@@ -1,10 +1,10 @@
 // Placement flags through the binary, by what the kernel reports of its threads:
 // --numa-node picks the shards' CPUs (each shard thread is pinned inside the node, and
 // a node that does not exist is refused), --iowq-cpus cpu keeps a shard's io-wq workers
-// on its CPU. Not here: --iowq-cpus node, whose workers showed Cpus_allowed_list 0 (the
-// shard's CPU, not node 0's 0-1) on the 6.18 host this was written on, with no warning
-// from the engine (issue 21: to be found out); the cpu case's {0} is also what a worker
-// created by the pinned shard thread would have without any mask.
+// on its CPU, and --iowq-cpus node logs the CPUs the kernel gave the workers, which are
+// the ones they have: on Linux 6.2 and later the shard's CPU only, not its node's
+// (engine/shard/shard_setup.cpp report_worker_cpus says why). The cpu case's {0} is also
+// what a worker created by the pinned shard thread would have without any mask.
 #include "tests/support/binary_process.hpp"
 #include "tests/support/echo_server.hpp"
 #include "tests/support/eventually.hpp"
@@ -25,6 +25,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -119,7 +120,9 @@ TEST(CliPlacement, ANumaNodeThatDoesNotExistIsRefused) {
 
 // A splice through the ring (IORING_OP_SPLICE runs on io-wq workers) in flight, and the
 // CPUs those workers may use.
-std::map<std::string, std::string> iowq_worker_cpus(const std::string& placement) {
+// `log`, when given, receives the binary's stderr.
+std::map<std::string, std::string> iowq_worker_cpus(const std::string& placement,
+                                                    std::string* log = nullptr) {
     EchoServer echo;
     RunningBinary fwd = start_binary("127.0.0.1:0", echo.endpoint(),
                                      {"--shards", "1", "--cpus", "0", "--data-path", "splice",
@@ -141,6 +144,8 @@ std::map<std::string, std::string> iowq_worker_cpus(const std::string& placement
         Deadline{20s}, 1ms);
     transfer.join();
     EXPECT_TRUE(ReceivedPayload(result, 9, kBytes)) << result.describe();
+    if (log != nullptr)
+        *log = fwd.process->stderr_text();
     return workers;
 }
 
@@ -151,6 +156,25 @@ TEST(CliPlacement, IowqCpusCpuKeepsTheWorkersOnTheShardsCpu) {
     ASSERT_FALSE(workers.empty()) << "no io-wq worker seen during a ring splice";
     for (const auto& [thread, cpus] : workers)
         EXPECT_EQ(parse_cpu_list(cpus), std::vector<int>{0}) << thread << ": " << cpus;
+}
+
+TEST(CliPlacement, IowqCpusNodeLogsTheCpusTheWorkersWereGiven) {
+    const std::vector<int> node0 = parse_cpu_list(node0_cpus());
+    if (!may_use_cpu_0() || node0.size() < 2)
+        GTEST_SKIP() << "needs CPU 0 in a node of two CPUs or more (node 0: "
+                     << format_cpu_list(node0) << ")";
+    std::string log;
+    const std::map<std::string, std::string> workers = iowq_worker_cpus("node", &log);
+    std::smatch said;
+    const std::regex line{"io-wq workers: CPUs ([0-9-]+(,[0-9-]+)*)"};
+    ASSERT_TRUE(std::regex_search(log, said, line)) << log;
+    const std::vector<int> given = parse_cpu_list(said[1].str());
+    EXPECT_TRUE(std::includes(node0.begin(), node0.end(), given.begin(), given.end()))
+        << "given " << said[1] << ", node 0 is " << format_cpu_list(node0);
+    EXPECT_NE(std::find(given.begin(), given.end(), 0), given.end()) << log;
+    ASSERT_FALSE(workers.empty()) << "no io-wq worker seen during a ring splice";
+    for (const auto& [thread, cpus] : workers)
+        EXPECT_EQ(parse_cpu_list(cpus), given) << thread << ": " << cpus << "; the log: " << log;
 }
 
 } // namespace
