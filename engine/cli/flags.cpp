@@ -288,7 +288,8 @@ void add_flags(CLI::App& app, Flags& flags) {
     app.add_flag("--no-steering", flags.no_steering,
                  "spread connections by the kernel's hash, not by the CPU that received them");
     app.add_option("--iowq-cpus", flags.iowq_cpus,
-                   "where a shard's io-wq workers run: cpu (its own) or node (its NUMA node)")
+                   "where a shard's io-wq workers run: cpu (its own) or node (its NUMA node; "
+                   "Linux 6.2 and later keep them on its CPU, with a warning)")
         ->check(CLI::IsMember({"cpu", "node"}))
         ->capture_default_str();
     app.add_option("--iowq-max-workers", flags.iowq_max_workers,

@@ -68,6 +68,9 @@ std::optional<DirectDescriptors> parse_direct_descriptors(std::string_view text)
 
 // Where each shard's io-wq kernel workers may run: on the shard's own CPU (a splice
 // finishing on another CPU costs 2.3-2.9x, docs/kernel.md §9) or anywhere on its node.
+// ShardNode is a request: from Linux 6.2 a worker also keeps the affinity its pinned
+// shard thread asked for, so there the workers stay on the shard's CPU, and the start
+// log says so in a warning (docs/kernel.md §9).
 enum class WorkerPlacement { ShardCpu, ShardNode };
 
 // Every field keeps the name it had before the fields were grouped (0.2.0): only the
