@@ -26,7 +26,8 @@ enum class BalancePolicy {
     LeastActive,
     // Consistent hashing of the client's address with a Maglev lookup table: engines
     // with the same pool send the same client to the same member, and removing one of N
-    // members moves only the clients that were on it.
+    // members moves about 1/N of the clients, mostly those that were on it (README,
+    // "Balancing", says when more move).
     Maglev,
 };
 std::string_view to_string(BalancePolicy policy); // "round-robin", "least-active", "maglev"
