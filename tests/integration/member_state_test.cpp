@@ -211,7 +211,9 @@ TEST(MemberState, WeightsSetAtRuntimeChangeTheSpread) {
     // 1:3 over 600: 150 and 450, within 10 %.
     EXPECT_NEAR(got.count('a') ? got.at('a') : 0, 150, 15);
     EXPECT_NEAR(got.count('b') ? got.at('b') : 0, 450, 45);
-    const MemberInfo* info = find(proxy.engine().members("web"), key(b));
+    const std::vector<MemberInfo> members = proxy.engine().members("web");
+    const MemberInfo* info = find(members, key(b));
+    ASSERT_NE(info, nullptr);
     EXPECT_EQ(info->weight, 3u);
     EXPECT_EQ(info->effective_weight, 3u);
     EXPECT_EQ(info->state_source, "runtime");
