@@ -3,6 +3,7 @@
 #include "uringfwd/engine.hpp"
 
 #include "cli/control/commands.hpp"
+#include "cli/control/control_at_start.hpp"
 #include "cli/control/control_server.hpp"
 #include "cli/control/control_socket.hpp"
 #include "cli/control/ctl.hpp"
@@ -15,7 +16,6 @@
 #include "cli/upgrade.hpp"
 #include "ops/access_log.hpp"
 #include "ops/metrics_server.hpp"
-#include "uringfwd/accounts.hpp"
 #include "uringfwd/config_file.hpp"
 #include "uringfwd/messages.hpp"
 #include "uringfwd/version.hpp"
@@ -187,35 +187,6 @@ void log_exit(const Logger& log, const std::string& why, const uringfwd::EngineS
                                       stats.closed_stopped));
 }
 
-// The control socket of --control: a fresh bind, or the one an upgrade's predecessor
-// handed over at the same path. Bound before the engine starts, so a live socket at the
-// path stops the start before anything listens.
-std::optional<uringfwd::cli::control::ControlSocket>
-open_control_socket(const uringfwd::OperationsConfig& operations,
-                    std::optional<uringfwd::cli::UpgradeTakeover>& takeover) {
-    namespace control = uringfwd::cli::control;
-    if (operations.control.empty())
-        return std::nullopt;
-    try {
-        if (takeover) {
-            uringfwd::ops::UniqueFd fd = takeover->take_control_socket(operations.control);
-            if (fd)
-                return control::ControlSocket::adopt(std::move(fd), operations.control);
-        }
-        std::optional<gid_t> group;
-        if (!operations.control_group.empty()) {
-            try {
-                group = uringfwd::lookup_group(operations.control_group);
-            } catch (const std::exception& e) {
-                fail(fmt::format("control_group: {}", e.what()));
-            }
-        }
-        return control::ControlSocket::bind(operations.control, operations.control_mode, group);
-    } catch (const std::exception& e) {
-        fail(e.what());
-    }
-}
-
 } // namespace
 
 int main(int argc, char** argv) {
@@ -313,8 +284,12 @@ int main(int argc, char** argv) {
     };
     if (!operations.upgrade_socket.empty() && !takeover)
         listen_for_successor();
-    std::optional<uringfwd::cli::control::ControlSocket> control_socket =
-        open_control_socket(operations, takeover);
+    std::optional<uringfwd::cli::control::ControlSocket> control_socket;
+    try {
+        control_socket = uringfwd::cli::control::open_control_socket(operations, takeover);
+    } catch (const std::exception& e) {
+        fail(e.what());
+    }
 
     std::unique_ptr<uringfwd::Engine> engine;
     try {
