@@ -5,6 +5,7 @@
 #include "tests/support/eventually.hpp"
 #include "tests/support/named_server.hpp"
 #include "tests/support/proxy_under_test.hpp"
+#include "tests/support/recording_observer.hpp"
 #include "tests/support/socket_io.hpp"
 #include "tests/support/sockets.hpp"
 
@@ -15,7 +16,6 @@
 #include <sys/socket.h>
 
 #include <chrono>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -25,23 +25,6 @@ namespace {
 using namespace std::chrono_literals;
 
 // The close reasons the observer was told of.
-class CloseReasons : public ConnectionObserver {
-public:
-    void on_open(const ConnectionInfo&) override {}
-    void on_close(const ConnectionRecord& record) override {
-        std::lock_guard lock(mu_);
-        reasons_.push_back(record.reason);
-    }
-    std::vector<CloseReason> reasons() const {
-        std::lock_guard lock(mu_);
-        return reasons_;
-    }
-
-private:
-    mutable std::mutex mu_;
-    std::vector<CloseReason> reasons_;
-};
-
 RouteConfig web_route(std::vector<Endpoint> members) {
     RouteConfig r;
     r.name = "web";
@@ -76,7 +59,7 @@ IoStatus read_status(int fd) {
 
 TEST(ConnectionControl, AHeldConnectionIsListedWithItsBytesAndClosingItResetsBothEnds) {
     Listener upstream = listen_loopback(Family::Inet4);
-    auto observer = std::make_shared<CloseReasons>();
+    auto observer = std::make_shared<RecordingObserver>();
     ProxyUnderTest proxy{{web_route({upstream.endpoint()})},
                          [&](EngineConfig& c) { c.observer = observer; }};
 
@@ -122,8 +105,10 @@ TEST(ConnectionControl, AHeldConnectionIsListedWithItsBytesAndClosingItResetsBot
     EXPECT_EQ(read_status(server.get()), IoStatus::Reset);
     EXPECT_TRUE(
         eventually([&] { return proxy.stats().closed(CloseReason::Admin) == 1; }, Deadline{5s}));
-    EXPECT_TRUE(eventually([&] { return observer->reasons().size() == 1; }, Deadline{5s}));
-    EXPECT_EQ(observer->reasons(), std::vector<CloseReason>{CloseReason::Admin});
+    EXPECT_TRUE(eventually([&] { return observer->closed().size() == 1; }, Deadline{5s}));
+    const std::vector<ConnectionRecord> records = observer->closed();
+    ASSERT_EQ(records.size(), 1u);
+    EXPECT_EQ(records.front().reason, CloseReason::Admin);
     EXPECT_EQ(to_string(CloseReason::Admin), "admin"); // what the access log writes
 
     const ChangeResult again = proxy.engine().close_connection(c.id);

@@ -7,6 +7,7 @@
 #include "tests/support/named_server.hpp"
 #include "tests/support/proc_stats.hpp"
 #include "tests/support/proxy_under_test.hpp"
+#include "tests/support/recording_observer.hpp"
 #include "tests/support/socket_io.hpp"
 #include "tests/support/sockets.hpp"
 
@@ -22,7 +23,6 @@
 
 #include <chrono>
 #include <cstring>
-#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -32,32 +32,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class Recorder : public ConnectionObserver {
-public:
-    void on_open(const ConnectionInfo& info) override {
-        std::lock_guard lock(mu_);
-        opened_.push_back(info);
-        opened_.back().route = {}; // only valid during the call
-    }
-    void on_close(const ConnectionRecord& record) override {
-        std::lock_guard lock(mu_);
-        closed_.push_back(record);
-        closed_.back().info.route = {};
-    }
-    std::vector<ConnectionRecord> closed() const {
-        std::lock_guard lock(mu_);
-        return closed_;
-    }
-    std::size_t opened() const {
-        std::lock_guard lock(mu_);
-        return opened_.size();
-    }
-
-private:
-    mutable std::mutex mu_;
-    std::vector<ConnectionInfo> opened_;
-    std::vector<ConnectionRecord> closed_;
-};
+using Recorder = RecordingObserver;
 
 RouteConfig route(std::string name, const Endpoint& upstream) {
     RouteConfig r;
