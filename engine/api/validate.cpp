@@ -89,6 +89,8 @@ void check_route(const RouteConfig& rc, std::vector<std::string>& problems) {
     }
     if (const std::string ramp = slow_start_problem(rc); !ramp.empty())
         problem(ramp);
+    if (rc.max_duration.count() < 0)
+        problem("max_duration must not be negative (0: no limit)");
     // One series per member label in the metrics (RouteStats): two alike would be two
     // samples of one series.
     std::set<std::string> labels;

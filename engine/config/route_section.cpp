@@ -382,6 +382,8 @@ ParsedRoute read_route(const toml::table& table, std::size_t index, ErrorList& e
         out.route.dual_stack = *v;
     if (const auto v = reader.duration("idle_timeout", 0us, std::nullopt))
         out.route.idle_timeout = duration_cast<milliseconds>(*v);
+    if (const auto v = reader.duration("max_duration", 0us, std::nullopt))
+        out.route.max_duration = duration_cast<milliseconds>(*v);
     if (const auto v = reader.duration("resolve_interval", 0us, std::nullopt))
         pool.resolve_interval = duration_cast<milliseconds>(*v);
     read_names(reader, "server_names", out.route.server_names, engine::check_server_name);

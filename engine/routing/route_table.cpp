@@ -112,6 +112,7 @@ std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config, std::s
         route.pool = rc.pool;
         route.max_connections = rc.max_connections;
         route.idle_timeout = rc.idle_timeout;
+        route.max_duration = rc.max_duration;
         route.selector = rc.selector;
         route.server_names = rc.server_names;
         route.alpn = rc.alpn;

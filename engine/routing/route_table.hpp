@@ -55,6 +55,7 @@ struct Route {
     // route of the same name, so connections opened before one still count.
     std::shared_ptr<SharedLimit> limit;
     std::chrono::milliseconds idle_timeout{0};
+    std::chrono::milliseconds max_duration{0}; // RouteConfig::max_duration
     UpstreamSelector selector; // empty: the pool's policy alone
     std::vector<std::string> server_names;
     std::vector<std::string> alpn;

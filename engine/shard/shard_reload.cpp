@@ -1,6 +1,7 @@
 // Reconfiguring a running shard (Engine::reconfigure): new routes for new connections,
 // listeners added and removed, while open connections keep what they have.
 #include "net/listen_queue.hpp"
+#include "shard/connection/connection_deadlines.hpp"
 #include "shard/shard.hpp"
 
 #include <algorithm>
@@ -104,6 +105,9 @@ void Shard::plan_idle_sweep() {
             std::clamp(timeout / 4, std::chrono::milliseconds{10}, std::chrono::milliseconds{1000});
         idle_sweep_ = idle_sweep_.count() == 0 ? every : std::min(idle_sweep_, every);
     }
+    // Retired routes too: their connections still run out their max_duration.
+    idle_sweep_ = with_max_duration_sweep(idle_sweep_, routes_);
+    idle_sweep_ = with_max_duration_sweep(idle_sweep_, retired_routes_);
 }
 
 bool Shard::call(const std::function<void()>& task) {

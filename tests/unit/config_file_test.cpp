@@ -82,6 +82,7 @@ connect_deadline = "2s"
 retries = 3
 max_connections = 1000
 idle_timeout = "1h"
+max_duration = "24h"
 resolve_interval = "5m"
   [[route.upstream]]
   address = "127.0.0.1:9001"
@@ -145,6 +146,7 @@ listen = ":5432"
                                                  Endpoint::parse("unix:/run/web.sock")}));
     EXPECT_EQ(web.max_connections, 1000u);
     EXPECT_EQ(web.idle_timeout, 1h);
+    EXPECT_EQ(web.max_duration, 24h);
     const UpstreamPool& pool = web.pool;
     EXPECT_EQ(pool.balance, BalancePolicy::Maglev);
     EXPECT_EQ(pool.connect_timeout, 250ms);
@@ -613,6 +615,9 @@ const ErrorCase kErrorCases[] = {
     {"IdleTimeoutAWord", web("idle_timeout = \"forever\"\n"),
      {"t.toml:4: route \"web\": idle_timeout must be a duration such as \"2s\", not "
       "\"forever\": must start with a whole number"}},
+    {"MaxDurationAWord", web("max_duration = \"a day\"\n"),
+     {"t.toml:4: route \"web\": max_duration must be a duration such as \"2s\", not "
+      "\"a day\": must start with a whole number"}},
     {"ResolveIntervalAFraction", web("resolve_interval = \"1.5s\"\n"),
      {"t.toml:4: route \"web\": resolve_interval must be a duration such as \"2s\", not "
       "\"1.5s\": must be a whole number (use a smaller unit: 1500ms, not 1.5s)"}},

@@ -92,6 +92,15 @@ TEST(Validate, MaglevRefusesSlowStartOfTheRouteOrAMember) {
     EXPECT_THAT(validate(config), IsEmpty());
 }
 
+TEST(Validate, ANegativeMaxDurationIsRefused) {
+    EngineConfig config = one_route();
+    config.routes[0].max_duration = std::chrono::milliseconds{-1};
+    EXPECT_THAT(validate(config),
+                ElementsAre("route \"web\": max_duration must not be negative (0: no limit)"));
+    config.routes[0].max_duration = std::chrono::hours{1};
+    EXPECT_THAT(validate(config), IsEmpty());
+}
+
 TEST(Validate, InlineSplicesAndDirectDescriptorsOnCannotBeHadWithBulkPark) {
     EngineConfig config;
     config.experimental.bulk_park = std::chrono::milliseconds{20};

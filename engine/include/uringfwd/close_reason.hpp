@@ -24,6 +24,7 @@
       "a listener routing by server name read a TLS handshake record that is no valid "            \
       "ClientHello")                                                                               \
     R(arg, IdleTimeout, idle_timeout, "no byte in either direction for the route's idle_timeout")  \
+    R(arg, MaxDuration, max_duration, "open longer than the route's max_duration")                 \
     R(arg, DrainTimeout, drain_timeout, "still open when the drain after stop() ran out")          \
     R(arg, Stopped, stopped, "reset by a stop without drain")                                      \
     R(arg, Admin, admin, "reset by Engine::close_connection(s) (the control socket's close)")      \
@@ -56,9 +57,11 @@ inline constexpr std::size_t kCloseReasonCount = 0 URINGFWD_CLOSE_REASONS(URINGF
 std::string_view to_string(CloseReason reason);
 
 // Whether the connection is closed with RST on both sides (SO_LINGER {1, 0}) rather
-// than FIN: every reason but a clean end or an idle timeout means the stream was cut.
+// than FIN: every reason but a clean end, an idle timeout or max_duration means the stream
+// was cut. The last two end it on purpose, so both peers see an orderly end.
 constexpr bool closes_with_reset(CloseReason reason) {
-    return reason != CloseReason::Clean && reason != CloseReason::IdleTimeout;
+    return reason != CloseReason::Clean && reason != CloseReason::IdleTimeout &&
+           reason != CloseReason::MaxDuration;
 }
 
 } // namespace uringfwd

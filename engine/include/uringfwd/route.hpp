@@ -178,6 +178,12 @@ struct RouteConfig {
     std::size_t max_connections = 0;
     // No byte in either direction for this long closes both sides with FIN. 0: never.
     std::chrono::milliseconds idle_timeout{0};
+    // A connection open longer than this (counted from its accept) is closed on both
+    // sides with FIN, busy or not (closed_max_duration): long-lived connections would
+    // otherwise pin a drained member for ever. Checked by the idle sweep, which then runs
+    // at least every 250 ms, so the close comes within about 0.25 s of the deadline.
+    // 0: never.
+    std::chrono::milliseconds max_duration{0};
     // Empty: the pool's balancing policy chooses every upstream.
     UpstreamSelector selector;
     // TLS passthrough routing. Routes that list the same listen address share it: the

@@ -1,4 +1,5 @@
 #include "shard/connection/connections.hpp"
+#include "shard/connection/connection_deadlines.hpp"
 
 #include "net/sockets.hpp"
 #include "routing/hash.hpp"
@@ -515,6 +516,8 @@ void Connections::close_idle() {
         if (conn.phase == Phase::Forwarding && limit.count() > 0 &&
             shard_.now - conn.last_active >= limit)
             close(conn, CloseReason::IdleTimeout);
+        else if (past_max_duration(conn, shard_.now))
+            close(conn, CloseReason::MaxDuration);
     });
 }
 
