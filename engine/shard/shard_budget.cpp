@@ -92,8 +92,9 @@ void Shard::check_budget() {
             ::getrlimit(RLIMIT_NOFILE, &lim);
             log_.warn("{} connections on plain fds, all the fd limit leaves room for "
                       "(RLIMIT_NOFILE {}, two fds each beside pipes and the engine's own); "
-                      "new clients wait in the listen backlog",
-                      fd_connections_->used(), static_cast<unsigned long long>(lim.rlim_cur));
+                      "new clients wait in the listen backlog{}",
+                      fd_connections_->used(), static_cast<unsigned long long>(lim.rlim_cur),
+                      suppressed_note(budget_log_.suppressed()));
         }
     }
     if (!slots_held_ && slot_room_ != 0 && slots_taken_ >= slot_room_) {
@@ -105,8 +106,9 @@ void Shard::check_budget() {
         if (budget_log_.allow(LogThrottle::Clock::now()))
             log_.warn("{} connections in the shard's registered file table, all its {} slots "
                       "leave room for ([engine] direct_table_size, the fd limit); new clients "
-                      "wait in the listen backlog",
-                      slots_taken_, io_->ring().file_table_slots());
+                      "wait in the listen backlog{}",
+                      slots_taken_, io_->ring().file_table_slots(),
+                      suppressed_note(budget_log_.suppressed()));
     }
     if (fds_held_)
         resume_budget(); // registers for the room given back by other shards

@@ -176,5 +176,57 @@ TEST(FaultFdExhaustion, NoRoomForAConnectionRefusesTheStart) {
         << proc.stderr_text();
 }
 
+// The line that says the room is all taken is throttled (one per 10 s): the next one let
+// through says how many times the room filled meanwhile, as every throttled message does.
+TEST(FaultFdExhaustion, TheRoomFullLineSaysHowManyMoreWereSuppressed) {
+    const std::string prlimit = find_tool("prlimit");
+    if (prlimit.empty()) {
+        GTEST_SKIP() << "prlimit (util-linux) is not installed";
+    }
+    raise_fd_limit();
+    EchoServer upstream;
+    std::vector<std::string> args = binary_args(upstream.endpoint().to_string(), "off");
+    args.insert(args.end(), {"--shards", "1"});
+    BinaryProcess proc{prlimit, args};
+    const auto endpoint = proc.wait_listening(Deadline{10s});
+    ASSERT_TRUE(endpoint.has_value()) << proc.stderr_text();
+    const std::string marker = "leaves room for ";
+    const std::size_t at = proc.stderr_text().find(marker);
+    ASSERT_NE(at, std::string::npos) << proc.stderr_text();
+    const std::size_t room = std::stoul(proc.stderr_text().substr(at + marker.size()));
+    ASSERT_GT(room, 1u) << proc.stderr_text();
+    const std::string full_line = "all the fd limit leaves room for";
+
+    // Fill the room: the first line.
+    Fleet held = open_fleet(*endpoint, room, -1, Deadline{10s});
+    ASSERT_EQ(held.fds.size(), room) << held.first_error;
+    ASSERT_EQ(echo_all(held.fds, 1, 2s, Deadline{10s}).good, room) << proc.stderr_text();
+    ASSERT_TRUE(eventually([&] { return count_occurrences(proc.stderr_text(), full_line) == 1; },
+                           Deadline{5s}))
+        << proc.stderr_text();
+
+    // One closes, another takes its place: the room fills again, each time within the
+    // throttle's window, so unlogged, and the last time after it.
+    auto refill = [&](std::size_t i) {
+        held.fds[i].reset();
+        Fleet next = open_fleet(*endpoint, 1, -1, Deadline{10s});
+        ASSERT_EQ(next.fds.size(), 1u) << next.first_error;
+        ASSERT_EQ(echo_all(next.fds, 100 + i, 2s, Deadline{10s}).good, 1u) << proc.stderr_text();
+        held.fds[i] = std::move(next.fds[0]);
+    };
+    for (std::size_t i = 0; i < 3; ++i)
+        refill(i);
+    EXPECT_EQ(count_occurrences(proc.stderr_text(), full_line), 1u) << proc.stderr_text();
+    std::this_thread::sleep_for(10500ms); // shard.hpp: budget_log_ lets one through per 10 s
+    refill(3);
+    ASSERT_TRUE(eventually([&] { return count_occurrences(proc.stderr_text(), full_line) == 2; },
+                           Deadline{5s}))
+        << proc.stderr_text();
+    const std::string text = proc.stderr_text();
+    const std::size_t second = text.rfind(full_line);
+    const std::string line = text.substr(second, text.find('\n', second) - second);
+    EXPECT_NE(line.find("(3 more suppressed)"), std::string::npos) << line;
+}
+
 } // namespace
 } // namespace uringfwd::test
