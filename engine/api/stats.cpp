@@ -32,7 +32,7 @@ ConnectFailure connect_failure_of(int error) {
     switch (error) {
     case ECONNREFUSED:
         return ConnectFailure::Refused;
-    // ECANCELED: the linked timeout cancelled the connect (connections.cpp).
+    // ECANCELED: the linked timeout cancelled the connect (upstream_connector.cpp).
     case ETIMEDOUT:
     case ECANCELED:
         return ConnectFailure::TimedOut;

@@ -3,6 +3,7 @@
 // Runs on the shard's thread, from a task its mailbox runs.
 #include "net/sockets.hpp"
 #include "shard/connection/connections.hpp"
+#include "shard/inspect/client_addresses.hpp"
 
 namespace uringfwd::engine {
 

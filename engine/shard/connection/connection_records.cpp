@@ -1,6 +1,7 @@
 // What a closed connection leaves behind: the observer's record of it and its counts
 // (per route and member bytes, the connect-time and duration histograms).
 #include "shard/connection/connections.hpp"
+#include "shard/inspect/client_addresses.hpp"
 
 namespace uringfwd::engine {
 
@@ -19,6 +20,19 @@ Endpoint last_attempt(const Connection& conn) {
 }
 
 } // namespace
+
+void Connections::notify_open(Connection& conn) {
+    if (shard_.config.observer && !conn.record.observed) {
+        fill_endpoints(conn);
+        conn.record.observed = true;
+        shard_.config.observer->on_open(info_of(conn));
+    }
+}
+
+ConnectionInfo Connections::info_of(const Connection& conn) const {
+    return {conn.record.id, shard_.shard_index, conn.route->route.name, conn.record.client_address,
+            conn.record.local_address};
+}
 
 void Connections::report_close(const Connection& conn) {
     using std::chrono::duration_cast;

@@ -3,8 +3,8 @@
 
 #include "net/sockets.hpp"
 #include "routing/hash.hpp"
-#include "routing/name_refresher.hpp"
-#include "shard/listener.hpp"
+#include "shard/connection/direct_sockets.hpp"
+#include "shard/inspect/client_addresses.hpp"
 
 #include <sys/socket.h>
 
@@ -50,7 +50,7 @@ int Connections::open(ShardRoute& r, WaitingClient&& client) {
     bump(counters.accepted);
     bump(counters.active);
     if (client.set_no_delay)
-        no_delay(conn, conn.client);
+        no_delay(shard_.io, conn, conn.client);
     if (client.upstream.valid()) { // connected by the caller: forward at once
         notify_open(conn);
         client.upstream.serve_into(conn.upstream);
@@ -61,7 +61,7 @@ int Connections::open(ShardRoute& r, WaitingClient&& client) {
     if (client.inspect && (!r.inspectors.empty() || client.listener_inspector)) {
         conn.inspect = std::make_unique<InspectState>();
         conn.inspect->listener_inspector = std::move(client.listener_inspector);
-        return begin_inspect(conn);
+        return inspection_.begin_inspect(conn);
     }
     return choose_upstream(conn);
 }
@@ -79,163 +79,8 @@ int Connections::choose_upstream(Connection& conn) {
     }
     conn.attempt.connect_deadline = shard_.now + r.connect_deadline();
     if (r.route.selector)
-        return follow_selection(conn, r.route.selector(info_of(conn)));
-    return connect_next(conn);
-}
-
-ConnectionInfo Connections::info_of(const Connection& conn) const {
-    return {conn.record.id, shard_.shard_index, conn.route->route.name, conn.record.client_address,
-            conn.record.local_address};
-}
-
-int Connections::follow_selection(Connection& conn, const Selection& selection) {
-    const Route& route = conn.route->route;
-    switch (selection.kind) {
-    case Selection::Kind::Pool:
-        break;
-    case Selection::Kind::Member:
-        if (selection.member < route.members.size())
-            conn.attempt.preferred = static_cast<int>(selection.member);
-        break;
-    case Selection::Kind::Reject:
-        close(conn, CloseReason::Rejected);
-        return 0;
-    case Selection::Kind::Address:
-        // Only literals: looking a name up here would block the shard.
-        if (is_host_name(selection.address)) {
-            shard_.log.warn("route \"{}\": the selector chose {}, a host name; it must be an "
-                            "address literal; resetting the client",
-                            route.name, selection.address.to_string());
-            close(conn, CloseReason::LocalError);
-            return 0;
-        }
-        conn.attempt.chosen = resolve(selection.address);
-        conn.attempt.has_chosen = true;
-        return connect_to(conn, conn.attempt.chosen, selection.address.to_string(),
-                          route.pool.connect_timeout);
-    }
-    return connect_next(conn);
-}
-
-int Connections::connect_next(Connection& conn) {
-    ShardRoute& r = *conn.route;
-    r.refresh_health(shard_.now);
-    std::optional<PickedMember> member = pick_member(conn);
-    if (!member && r.pool.only_full_left(conn.attempt.tried, shard_.now) &&
-        shard_.now < conn.attempt.connect_deadline) {
-        // Every member it may go to is at its max_connections: it waits for one, as
-        // HAProxy queues for a full server (member_wait.cpp). Registered first, then
-        // one more look: room given back before the registration rang nobody.
-        r.want_member_room();
-        member = pick_member(conn);
-        if (!member) {
-            wait_for_member(conn);
-            return 0;
-        }
-        if (r.member_waiting == 0)
-            r.stop_wanting_member_room();
-    }
-    if (!member) {
-        if (conn.attempt.tried.empty()) {
-            if (upstream_failure_log_.allow(LogThrottle::Clock::now()))
-                shard_.log.warn("route \"{}\": no upstream is up; resetting client {}{}",
-                                r.route.name, client_name(conn),
-                                suppressed_note(upstream_failure_log_.suppressed()));
-            close(conn, CloseReason::NoUpstream);
-        } else {
-            give_up(conn); // every member it may try has failed
-        }
-        return 0;
-    }
-    return connect_member(conn, *member);
-}
-
-std::optional<Connections::PickedMember> Connections::pick_member(Connection& conn) {
-    ShardRoute& r = *conn.route;
-    // Counted from now: connects in flight count towards the member's limit and
-    // least-active, or a burst of clients would all pick the same member.
-    // The selector's choice, unless full, or drained by the operator (runtime.hpp).
-    if (conn.attempt.preferred >= 0 && conn.attempt.tried.empty() &&
-        r.pool.state(static_cast<std::size_t>(conn.attempt.preferred)) == MemberState::Ready) {
-        auto m = static_cast<std::size_t>(conn.attempt.preferred);
-        if (SharedLimit::Taken taken = r.pool.opened(m); taken != SharedLimit::Taken::No)
-            return PickedMember{m, taken};
-    }
-    // Another shard may take a member's last unit between choose() and opened(); it is
-    // full then, and the next choose() passes it over.
-    for (std::size_t attempt = 0; attempt <= r.route.members.size(); ++attempt) {
-        std::optional<std::size_t> m =
-            r.pool.choose(conn.attempt.client_hash, conn.attempt.tried, shard_.now);
-        if (!m)
-            return std::nullopt;
-        if (SharedLimit::Taken taken = r.pool.opened(*m); taken != SharedLimit::Taken::No)
-            return PickedMember{*m, taken};
-    }
-    return std::nullopt;
-}
-
-int Connections::connect_member(Connection& conn, PickedMember picked) {
-    ShardRoute& r = *conn.route;
-    const MemberRoute& target = r.route.members[picked.member];
-    conn.attempt.member = static_cast<int>(picked.member);
-    conn.attempt.tried.add(picked.member);
-    conn.attempt.member_taken = picked.taken;
-    // Each attempt gets the pool's connect timeout, cut to what is left of the deadline.
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        conn.attempt.connect_deadline - shard_.now);
-    auto limit = std::clamp(left, std::chrono::milliseconds{1}, r.route.pool.connect_timeout);
-    return connect_to(conn, target.address, target.name, limit);
-}
-
-void Connections::release_member(Connection& conn) {
-    if (conn.attempt.member_taken == SharedLimit::Taken::No)
-        return;
-    ShardRoute& r = *conn.route;
-    auto m = static_cast<std::size_t>(conn.attempt.member);
-    SharedLimit::Taken taken = conn.attempt.member_taken;
-    conn.attempt.member_taken = SharedLimit::Taken::No;
-    r.pool.closed(m, taken); // gives the unit back
-    if (taken == SharedLimit::Taken::Counted) {
-        // Who waits for this member: this shard's connections (after the batch) and
-        // the other shards' (their doorbells).
-        member_room_ = true;
-        r.pool.limit(m).for_each_wanting(static_cast<std::size_t>(shard_.shard_index),
-                                         [this](std::size_t s) { shard_.doorbells->ring(s); });
-    }
-}
-
-int Connections::connect_to(Connection& conn, const SocketAddress& address, const std::string& name,
-                            std::chrono::milliseconds limit) {
-    conn.attempt.connect_target = &address;
-    conn.attempt.connect_name = name;
-    conn.attempt.connect_limit = limit;
-    if (shard_.direct) {
-        // Into a slot of the file table: the socket completes (Op::Socket) before it
-        // can be connected, see on_socket().
-        shard_.io.socket_direct(conn.in_flight, conn.tag(Op::Socket), address.family());
-        return 0;
-    }
-    conn.upstream.reset_plain(open_stream_socket(address).release());
-    if (!conn.upstream.valid()) {
-        int err = errno;
-        bump(shard_.io.counters().upstream_failures);
-        if (upstream_failure_log_.allow(LogThrottle::Clock::now()))
-            shard_.log.warn("cannot open a socket to upstream {} ({}); resetting client {}{}", name,
-                            is_fd_shortage(err) ? fd_shortage_cause(err) : std::strerror(err),
-                            client_name(conn), suppressed_note(upstream_failure_log_.suppressed()));
-        close(conn, CloseReason::LocalError);
-        return err;
-    }
-    start_connect(conn);
-    return 0;
-}
-
-void Connections::start_connect(Connection& conn) {
-    if (conn.attempt.connect_target->family() != AF_UNIX)
-        no_delay(conn, conn.upstream);
-    shard_.io.connect_with_timeout(conn.in_flight, conn.tag(Op::Connect),
-                                   conn.tag(Op::ConnectTimeout), conn.upstream.ref(),
-                                   *conn.attempt.connect_target, conn.attempt.connect_limit);
+        return connector_.follow_selection(conn, r.route.selector(info_of(conn)));
+    return connector_.connect_next(conn);
 }
 
 void Connections::on_completion(const OpTag& t, const uring::Completion& c) {
@@ -249,13 +94,13 @@ void Connections::on_completion(const OpTag& t, const uring::Completion& c) {
     shard_.io.completed(conn.in_flight, t, c);
     switch (t.op) {
     case Op::Connect:
-        on_connected(conn, c.result);
+        connector_.on_connected(conn, c.result);
         break;
     case Op::ConnectTimeout:
     case Op::Cancel:
         break;
     case Op::Socket:
-        on_socket(conn, c.result);
+        connector_.on_socket(conn, c.result);
         break;
     case Op::SocketOpt:
         --conn.socket_ops;
@@ -276,12 +121,12 @@ void Connections::on_completion(const OpTag& t, const uring::Completion& c) {
         on_preamble_sent(conn, c.result);
         break;
     case Op::InspectRecv:
-        on_inspect_read(conn, c.result);
+        inspection_.on_inspect_read(conn, c.result);
         break;
     case Op::InspectTimeout:
         break;
     case Op::MemberWait:
-        on_member_wait_over(conn, c.result);
+        connector_.on_member_wait_over(conn, c.result);
         break;
     case Op::PollIn:
     case Op::PollOut:
@@ -318,24 +163,6 @@ void Connections::on_completion(const OpTag& t, const uring::Completion& c) {
     settle(conn);
 }
 
-void Connections::on_connected(Connection& conn, int result) {
-    if (conn.phase == Phase::Closing)
-        return;
-    if (result < 0) {
-        connect_failed(conn, result);
-        return;
-    }
-    ShardRoute& r = *conn.route;
-    if (conn.attempt.member >= 0) {
-        auto m = static_cast<std::size_t>(conn.attempt.member);
-        ++r.connects[m];
-        if (r.pool.connect_succeeded(m, shard_.now))
-            shard_.log.info("route \"{}\": upstream {} is up again", r.route.name,
-                            r.route.members[m].name);
-    }
-    start_forwarding(conn);
-}
-
 void Connections::start_forwarding(Connection& conn) {
     conn.phase = Phase::Forwarding;
     conn.record.connected_at = conn.last_active = shard_.now;
@@ -355,63 +182,6 @@ void Connections::start_forwarding(Connection& conn) {
     }
     for (Side side : kBothSides)
         handle(conn, side, directions_.start(conn, side));
-}
-
-void Connections::connect_failed(Connection& conn, int result) {
-    ShardRoute& r = *conn.route;
-    bump(shard_.io.counters().upstream_failures);
-    // The linked timeout cancels a connect that outlives it: -ECANCELED.
-    conn.attempt.last_error = result;
-    bool timed_out = result == -ECANCELED || result == -ETIMEDOUT;
-    conn.attempt.last_failure = timed_out ? CloseReason::ConnectTimeout : CloseReason::Refused;
-    // The connect has completed: the kernel holds the socket no more.
-    if (conn.upstream.fixed())
-        close_slot(conn, conn.upstream, /*reset=*/false);
-    conn.upstream.reset();
-    if (conn.attempt.member < 0) { // the selector's own address: no pool, no failover
-        give_up(conn);
-        return;
-    }
-    auto m = static_cast<std::size_t>(conn.attempt.member);
-    ++r.failures[m];
-    ++r.failures_by[m][static_cast<std::size_t>(connect_failure_of(-result))];
-    release_member(conn);
-    if (r.pool.connect_failed(m, shard_.now))
-        shard_.log.warn("route \"{}\": upstream {} is down ({})", r.route.name,
-                        r.route.members[m].name, failure_text(conn));
-    bool retries_left = conn.attempt.tried.size() <= r.route.pool.retries;
-    if (retries_left && shard_.now < conn.attempt.connect_deadline)
-        connect_next(conn);
-    else
-        give_up(conn);
-}
-
-std::string Connections::failure_text(const Connection& conn) const {
-    if (conn.attempt.last_error == -ECANCELED)
-        return fmt::format("no answer within {} ms",
-                           conn.route->route.pool.connect_timeout.count());
-    return errno_text(conn.attempt.last_error);
-}
-
-void Connections::give_up(Connection& conn) {
-    conn.record.close_error =
-        conn.attempt.last_error == -ECANCELED ? -ETIMEDOUT : conn.attempt.last_error;
-    if (upstream_failure_log_.allow(LogThrottle::Clock::now()))
-        shard_.log.warn("route \"{}\": upstream {}: {}; resetting client {}{}",
-                        conn.route->route.name, tried_names(conn), failure_text(conn),
-                        client_name(conn), suppressed_note(upstream_failure_log_.suppressed()));
-    close(conn, conn.attempt.last_failure);
-}
-
-std::string Connections::tried_names(const Connection& conn) const {
-    const Route& route = conn.route->route;
-    if (conn.attempt.has_chosen)
-        return to_endpoint(conn.attempt.chosen).to_string();
-    std::string out;
-    for (std::size_t m = 0; m < route.members.size(); ++m)
-        if (conn.attempt.tried.contains(m))
-            out += fmt::format("{}{}", out.empty() ? "" : ", ", route.members[m].name);
-    return out;
 }
 
 void Connections::handle(Connection& conn, Side side, const Outcome& outcome) {
@@ -442,7 +212,7 @@ void Connections::close(Connection& conn, CloseReason reason) {
         return;
     conn.phase = Phase::Closing;
     conn.close_reason = reason;
-    stop_waiting_member(conn); // cancels its timer
+    connector_.stop_waiting_member(conn); // cancels its timer
     unsigned watches = (conn.dirs[0].watching ? 1u : 0u) + (conn.dirs[1].watching ? 1u : 0u);
     // Operations that complete on their own (a setsockopt, a shutdown, a slot's close)
     // need no cancel.
@@ -487,7 +257,7 @@ void Connections::finalize(Connection& conn) {
         report_close(conn);
     }
     ShardRoute& r = *conn.route;
-    release_member(conn);
+    connector_.release_member(conn);
     --r.active;
     if (conn.route_counted)
         shard_.doorbells->give_back(*r.route.limit, static_cast<std::size_t>(shard_.shard_index));
@@ -502,8 +272,8 @@ void Connections::finalize(Connection& conn) {
 }
 
 void Connections::after_batch() {
-    if (member_room_)
-        resume_member_waiters();
+    if (connector_.room_given_back())
+        connector_.resume_member_waiters();
     directions_.resume_waiters(table_, [this](Connection& conn, Side side, const Outcome& o) {
         handle(conn, side, o);
         settle(conn);

@@ -5,13 +5,14 @@
 // route's connect_deadline, (retries + 1) x connect_timeout by default), after which it
 // is reset as closed_no_upstream. Room given back at a member's limit, on this shard or
 // another (its doorbell), lets the oldest waiters try again.
-#include "shard/connection/connections.hpp"
+#include "shard/connection/upstream_connector.hpp"
+#include "shard/inspect/client_addresses.hpp"
 
 #include <algorithm>
 
 namespace uringfwd::engine {
 
-void Connections::wait_for_member(Connection& conn) {
+void UpstreamConnector::wait_for_member(Connection& conn) {
     ShardRoute& r = *conn.route;
     conn.attempt.waiting_member = true;
     ++r.member_waiting;
@@ -23,7 +24,7 @@ void Connections::wait_for_member(Connection& conn) {
                       std::max(left, std::chrono::milliseconds{1}));
 }
 
-void Connections::stop_waiting_member(Connection& conn) {
+void UpstreamConnector::stop_waiting_member(Connection& conn) {
     if (!conn.attempt.waiting_member)
         return;
     conn.attempt.waiting_member = false;
@@ -34,7 +35,7 @@ void Connections::stop_waiting_member(Connection& conn) {
     shard_.io.cancel(conn.in_flight, conn.tag(Op::MemberWait), conn.tag(Op::Cancel));
 }
 
-void Connections::resume_member_waiters() {
+void UpstreamConnector::resume_member_waiters() {
     member_room_ = false;
     // Each waiter once, oldest first; one that finds no room yet goes to the back.
     for (std::size_t n = member_waiters_.size(); n > 0 && !member_waiters_.empty(); --n) {
@@ -51,11 +52,11 @@ void Connections::resume_member_waiters() {
         }
         stop_waiting_member(*conn);
         connect_member(*conn, *member);
-        settle(*conn);
+        life_.settle(*conn);
     }
 }
 
-void Connections::on_member_wait_over(Connection& conn, int result) {
+void UpstreamConnector::on_member_wait_over(Connection& conn, int result) {
     // Cancelled: a member had room, or the connection is closing.
     if (result != -ETIME || !conn.attempt.waiting_member || conn.phase == Phase::Closing)
         return;
@@ -71,7 +72,7 @@ void Connections::on_member_wait_over(Connection& conn, int result) {
                                                                               conn.record.opened_at)
                             .count(),
                         client_name(conn), suppressed_note(upstream_failure_log_.suppressed()));
-    close(conn, CloseReason::NoUpstream);
+    life_.close(conn, CloseReason::NoUpstream);
 }
 
 } // namespace uringfwd::engine

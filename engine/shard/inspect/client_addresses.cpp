@@ -1,23 +1,23 @@
-// The client's addresses, as a PROXY header reported them or as the sockets tell, for
-// the observer, the selector, the Maglev hash and a PROXY header sent upstream.
+// The client's addresses (client_addresses.hpp).
+#include "shard/inspect/client_addresses.hpp"
+
 #include "net/sockets.hpp"
-#include "shard/connection/connections.hpp"
 
 namespace uringfwd::engine {
 
-std::optional<SocketAddress> Connections::socket_peer_of(const Connection& conn) const {
+std::optional<SocketAddress> socket_peer_of(const Connection& conn) {
     if (conn.socket_addresses_known)
         return conn.socket_peer;
     return conn.client.fixed() ? std::nullopt : peer_address(conn.client.fd());
 }
 
-SocketAddress Connections::socket_local_of(const Connection& conn) const {
+SocketAddress socket_local_of(const Connection& conn) {
     if (conn.socket_addresses_known)
         return conn.socket_local;
     return conn.client.fixed() ? SocketAddress{} : local_address(conn.client.fd());
 }
 
-std::string Connections::client_name(const Connection& conn) const {
+std::string client_name(const Connection& conn) {
     if (conn.socket_addresses_known) {
         if (conn.socket_peer.family() == AF_UNIX)
             return "unix peer";
@@ -26,7 +26,7 @@ std::string Connections::client_name(const Connection& conn) const {
     return conn.client.fixed() ? std::string("?") : peer_name(conn.client.fd());
 }
 
-void Connections::fill_addresses(Connection& conn) {
+void fill_addresses(Connection& conn) {
     if (conn.has_addresses)
         return;
     if (std::optional<SocketAddress> peer = socket_peer_of(conn))
@@ -35,7 +35,7 @@ void Connections::fill_addresses(Connection& conn) {
     conn.has_addresses = true;
 }
 
-void Connections::fill_endpoints(Connection& conn) {
+void fill_endpoints(Connection& conn) {
     if (conn.record.endpoints_filled)
         return;
     // Two syscalls per connection (none after a PROXY header), paid only by those who
@@ -45,14 +45,6 @@ void Connections::fill_endpoints(Connection& conn) {
         conn.client_sa.length > 0 ? to_endpoint(conn.client_sa) : Endpoint{};
     conn.record.local_address = conn.local_sa.length > 0 ? to_endpoint(conn.local_sa) : Endpoint{};
     conn.record.endpoints_filled = true;
-}
-
-void Connections::notify_open(Connection& conn) {
-    if (shard_.config.observer && !conn.record.observed) {
-        fill_endpoints(conn);
-        conn.record.observed = true;
-        shard_.config.observer->on_open(info_of(conn));
-    }
 }
 
 } // namespace uringfwd::engine

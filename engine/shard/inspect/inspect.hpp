@@ -5,7 +5,7 @@
 // inspectors are asked, in order, what they make of it. A route without inspectors skips
 // the phase entirely: no buffer, no extra syscall, no delay.
 //
-// How the shard runs the chain (Connections, inspection.cpp):
+// How the shard runs the chain (Inspection, inspection.cpp):
 //  - right after accept, before anything is read, each inspector is asked once with no
 //    bytes (so it can reject at once, e.g. an untrusted source, or step aside: Done(0));
 //  - then the client is read with one recv at a time, linked to a timeout for what is

@@ -8,8 +8,9 @@
 // costs one extra completion per read, only on routes that inspect, and ends a silent
 // client at its own deadline to the millisecond. Each read gets what is left of the
 // deadline, so a client that trickles one byte at a time cannot stretch it.
+#include "shard/inspect/inspection.hpp"
 #include "net/sockets.hpp"
-#include "shard/connection/connections.hpp"
+#include "shard/inspect/client_addresses.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -32,7 +33,7 @@ std::string transport_name(const SocketAddress& peer) {
 
 } // namespace
 
-int Connections::begin_inspect(Connection& conn) {
+int Inspection::begin_inspect(Connection& conn) {
     conn.phase = Phase::Inspecting;
     if (std::optional<SocketAddress> peer = socket_peer_of(conn))
         conn.inspect->transport_peer = *peer;
@@ -41,7 +42,7 @@ int Connections::begin_inspect(Connection& conn) {
     return 0;
 }
 
-void Connections::read_more(Connection& conn) {
+void Inspection::read_more(Connection& conn) {
     if (conn.inspect->read == conn.inspect->buffer.size()) {
         if (conn.inspect->buffer.size() >= kInspectBufferCap) {
             reject_inspected(conn, CloseReason::InspectOversized, stage_of(conn)->name(),
@@ -64,7 +65,7 @@ void Connections::read_more(Connection& conn) {
                                 conn.inspect->buffer.size() - conn.inspect->read, left);
 }
 
-void Connections::on_inspect_read(Connection& conn, int result) {
+void Inspection::on_inspect_read(Connection& conn, int result) {
     if (conn.phase != Phase::Inspecting)
         return; // closing: the recv was cancelled
     std::string_view who = stage_of(conn)->name();
@@ -80,7 +81,7 @@ void Connections::on_inspect_read(Connection& conn, int result) {
     }
     if (result < 0) {
         conn.record.close_error = result;
-        close(conn, CloseReason::ClientReset);
+        life_.close(conn, CloseReason::ClientReset);
         return;
     }
     if (result == 0) {
@@ -92,7 +93,7 @@ void Connections::on_inspect_read(Connection& conn, int result) {
     run_inspectors(conn);
 }
 
-void Connections::run_inspectors(Connection& conn) {
+void Inspection::run_inspectors(Connection& conn) {
     while (const Inspector* stage = stage_of(conn)) {
         const Inspector& inspector = *stage;
         std::span<const std::byte> unseen(conn.inspect->buffer.data() + conn.inspect->consumed,
@@ -130,11 +131,11 @@ void Connections::run_inspectors(Connection& conn) {
     conn.preamble.assign(
         conn.inspect->buffer.begin() + static_cast<std::ptrdiff_t>(conn.inspect->consumed),
         conn.inspect->buffer.begin() + static_cast<std::ptrdiff_t>(conn.inspect->read));
-    conn.inspect.reset();  // the phase is over: its buffer and chain go
-    choose_upstream(conn); // its failures close the connection themselves
+    conn.inspect.reset();        // the phase is over: its buffer and chain go
+    life_.choose_upstream(conn); // its failures close the connection themselves
 }
 
-const Inspector* Connections::stage_of(const Connection& conn) {
+const Inspector* Inspection::stage_of(const Connection& conn) {
     const InspectorChain& chain = conn.route->inspectors;
     if (conn.inspect->stage < chain.size())
         return chain[conn.inspect->stage].get();
@@ -143,14 +144,14 @@ const Inspector* Connections::stage_of(const Connection& conn) {
     return nullptr;
 }
 
-void Connections::move_to_route(Connection& conn, std::size_t index) {
+void Inspection::move_to_route(Connection& conn, std::size_t index) {
     ShardRoute* to = route_at_ ? route_at_(*conn.route->table, index) : nullptr;
     if (to == nullptr) {
         shard_.log.warn("route \"{}\": an inspector chose route #{}, which this shard does not "
                         "serve; resetting client {}",
                         conn.route->route.name, index,
                         transport_name(conn.inspect->transport_peer));
-        close(conn, CloseReason::LocalError);
+        life_.close(conn, CloseReason::LocalError);
         return;
     }
     if (to == conn.route)
@@ -169,11 +170,11 @@ void Connections::move_to_route(Connection& conn, std::size_t index) {
     conn.route_counted = to->route.limit->limit() != 0;
     if (conn.route_counted)
         to->route.limit->take();
-    room_(from, {}); // its units go with it
+    life_.left_route(from); // its units go with it
 }
 
-void Connections::reject_inspected(Connection& conn, CloseReason reason, std::string_view who,
-                                   const std::string& detail) {
+void Inspection::reject_inspected(Connection& conn, CloseReason reason, std::string_view who,
+                                  const std::string& detail) {
     if (inspect_reject_log_.allow(LogThrottle::Clock::now()))
         shard_.log.warn("route \"{}\": client {}: {}: {}; resetting it ({}){}",
                         conn.route->route.name, transport_name(conn.inspect->transport_peer), who,
@@ -185,7 +186,7 @@ void Connections::reject_inspected(Connection& conn, CloseReason reason, std::st
         conn.local_sa = socket_local_of(conn);
         conn.has_addresses = true;
     }
-    close(conn, reason);
+    life_.close(conn, reason);
 }
 
 } // namespace uringfwd::engine

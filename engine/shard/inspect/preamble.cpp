@@ -5,6 +5,7 @@
 // client, so a header precedes every client byte on the splice and copy paths alike.
 #include "protocol/proxy_header.hpp"
 #include "shard/connection/connections.hpp"
+#include "shard/inspect/client_addresses.hpp"
 
 #include <sys/socket.h>
 
