@@ -50,6 +50,7 @@ TEST(MaxDuration, ClosesABusyConnectionWithFinOnBothSidesOnTime) {
     UniqueFd server = accept_one(upstream.fd(), Deadline{5s});
     // Busy all along: a byte each way every 50 ms, so it is never idle.
     IoStatus client_end = IoStatus::NotDone;
+    bool client_saw_end = false; // the client's read ended (FIN or an error)
     Clock::time_point client_closed{};
     for (int i = 0; i < 100; ++i) { // 5 s at most
         if (send_text(client.get(), "c", Deadline{1s}).status != IoStatus::Ok)
@@ -62,12 +63,15 @@ TEST(MaxDuration, ClosesABusyConnectionWithFinOnBothSidesOnTime) {
         if (send_text(server.get(), "s", Deadline{1s}).status != IoStatus::Ok)
             break;
         if (!read_byte_or_eof(client.get(), Deadline{2s}, client_end)) {
+            client_saw_end = true;
             client_closed = Clock::now();
             break;
         }
         std::this_thread::sleep_for(50ms);
     }
-    if (client_end == IoStatus::NotDone) { // the upstream side ended first: read on
+    // The upstream side ended first, or a send failed once the proxy had closed: read
+    // the client's side on to its end.
+    if (!client_saw_end) {
         const IoResult rest = recv_until_eof(client.get(), Deadline{3s});
         client_end = rest.status;
         client_closed = Clock::now();
