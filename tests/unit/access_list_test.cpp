@@ -1,24 +1,14 @@
 // AccessList: deny wins, an allow list denies everything it does not name, IPv4-mapped
 // IPv6 clients are judged by their IPv4 address, bad entries are named.
 #include "routing/access_list.hpp"
+#include "tests/unit/address_text.hpp"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/un.h>
 
 #include <gtest/gtest.h>
 
 namespace uringfwd::engine {
 namespace {
-
-sockaddr_storage addr(const char* text) {
-    sockaddr_storage s{};
-    if (inet_pton(AF_INET, text, &reinterpret_cast<sockaddr_in*>(&s)->sin_addr) == 1)
-        s.ss_family = AF_INET;
-    else if (inet_pton(AF_INET6, text, &reinterpret_cast<sockaddr_in6*>(&s)->sin6_addr) == 1)
-        s.ss_family = AF_INET6;
-    return s;
-}
 
 AccessList list(std::vector<std::string> allow, std::vector<std::string> deny) {
     std::string error;
@@ -30,39 +20,39 @@ AccessList list(std::vector<std::string> allow, std::vector<std::string> deny) {
 TEST(AccessList, EmptyAdmitsEveryone) {
     AccessList none = list({}, {});
     EXPECT_TRUE(none.empty());
-    EXPECT_TRUE(none.admits(addr("127.0.0.2")));
-    EXPECT_TRUE(none.admits(addr("::1")));
+    EXPECT_TRUE(none.admits(address_of("127.0.0.2")));
+    EXPECT_TRUE(none.admits(address_of("::1")));
 }
 
 TEST(AccessList, DenyRefusesOnlyWhatItNames) {
     AccessList deny = list({}, {"127.0.0.2"});
     EXPECT_FALSE(deny.empty());
-    EXPECT_FALSE(deny.admits(addr("127.0.0.2")));
-    EXPECT_TRUE(deny.admits(addr("127.0.0.3")));
-    EXPECT_TRUE(deny.admits(addr("::1")));
+    EXPECT_FALSE(deny.admits(address_of("127.0.0.2")));
+    EXPECT_TRUE(deny.admits(address_of("127.0.0.3")));
+    EXPECT_TRUE(deny.admits(address_of("::1")));
 }
 
 TEST(AccessList, AllowDeniesEverythingElse) {
     AccessList allow = list({"10.0.0.0/8", "::1/128"}, {});
-    EXPECT_TRUE(allow.admits(addr("10.1.2.3")));
-    EXPECT_TRUE(allow.admits(addr("::1")));
-    EXPECT_FALSE(allow.admits(addr("11.0.0.1")));
-    EXPECT_FALSE(allow.admits(addr("::2")));
+    EXPECT_TRUE(allow.admits(address_of("10.1.2.3")));
+    EXPECT_TRUE(allow.admits(address_of("::1")));
+    EXPECT_FALSE(allow.admits(address_of("11.0.0.1")));
+    EXPECT_FALSE(allow.admits(address_of("::2")));
 }
 
 TEST(AccessList, DenyWinsOverAllow) {
     AccessList both = list({"127.0.0.0/8"}, {"127.0.0.2/32"});
-    EXPECT_FALSE(both.admits(addr("127.0.0.2")));
-    EXPECT_TRUE(both.admits(addr("127.0.0.3")));
+    EXPECT_FALSE(both.admits(address_of("127.0.0.2")));
+    EXPECT_TRUE(both.admits(address_of("127.0.0.3")));
     // Written the other way round, the same outcome.
     AccessList wide_deny = list({"127.0.0.2"}, {"127.0.0.0/8"});
-    EXPECT_FALSE(wide_deny.admits(addr("127.0.0.2")));
+    EXPECT_FALSE(wide_deny.admits(address_of("127.0.0.2")));
 }
 
 TEST(AccessList, MappedIpv6MatchesIpv4Entries) {
-    EXPECT_FALSE(list({}, {"127.0.0.2"}).admits(addr("::ffff:127.0.0.2")));
-    EXPECT_TRUE(list({"10.0.0.0/8"}, {}).admits(addr("::ffff:10.9.9.9")));
-    EXPECT_FALSE(list({"10.0.0.0/8"}, {}).admits(addr("::ffff:11.9.9.9")));
+    EXPECT_FALSE(list({}, {"127.0.0.2"}).admits(address_of("::ffff:127.0.0.2")));
+    EXPECT_TRUE(list({"10.0.0.0/8"}, {}).admits(address_of("::ffff:10.9.9.9")));
+    EXPECT_FALSE(list({"10.0.0.0/8"}, {}).admits(address_of("::ffff:11.9.9.9")));
 }
 
 TEST(AccessList, UnixPeerMatchesNoRange) {

@@ -1,21 +1,10 @@
 #include "net/cidr.hpp"
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
+#include "tests/unit/address_text.hpp"
 
 #include <gtest/gtest.h>
 
 namespace uringfwd::engine {
 namespace {
-
-sockaddr_storage addr(const char* text) {
-    sockaddr_storage s{};
-    if (inet_pton(AF_INET, text, &reinterpret_cast<sockaddr_in*>(&s)->sin_addr) == 1)
-        s.ss_family = AF_INET;
-    else if (inet_pton(AF_INET6, text, &reinterpret_cast<sockaddr_in6*>(&s)->sin6_addr) == 1)
-        s.ss_family = AF_INET6;
-    return s;
-}
 
 Cidr cidr(const char* text) {
     std::string error;
@@ -25,22 +14,22 @@ Cidr cidr(const char* text) {
 }
 
 TEST(Cidr, MatchesByPrefix) {
-    EXPECT_TRUE(cidr("10.0.0.0/8").contains(addr("10.200.3.4")));
-    EXPECT_FALSE(cidr("10.0.0.0/8").contains(addr("11.0.0.1")));
-    EXPECT_TRUE(cidr("192.168.4.0/22").contains(addr("192.168.7.255")));
-    EXPECT_FALSE(cidr("192.168.4.0/22").contains(addr("192.168.8.0")));
-    EXPECT_TRUE(cidr("127.0.0.1").contains(addr("127.0.0.1")));
-    EXPECT_FALSE(cidr("127.0.0.1").contains(addr("127.0.0.2")));
-    EXPECT_TRUE(cidr("0.0.0.0/0").contains(addr("8.8.8.8")));
-    EXPECT_TRUE(cidr("::1/128").contains(addr("::1")));
-    EXPECT_TRUE(cidr("2001:db8::/32").contains(addr("2001:db8:ffff::1")));
-    EXPECT_FALSE(cidr("2001:db8::/32").contains(addr("2001:db9::1")));
-    EXPECT_FALSE(cidr("::1/128").contains(addr("127.0.0.1")));
+    EXPECT_TRUE(cidr("10.0.0.0/8").contains(address_of("10.200.3.4")));
+    EXPECT_FALSE(cidr("10.0.0.0/8").contains(address_of("11.0.0.1")));
+    EXPECT_TRUE(cidr("192.168.4.0/22").contains(address_of("192.168.7.255")));
+    EXPECT_FALSE(cidr("192.168.4.0/22").contains(address_of("192.168.8.0")));
+    EXPECT_TRUE(cidr("127.0.0.1").contains(address_of("127.0.0.1")));
+    EXPECT_FALSE(cidr("127.0.0.1").contains(address_of("127.0.0.2")));
+    EXPECT_TRUE(cidr("0.0.0.0/0").contains(address_of("8.8.8.8")));
+    EXPECT_TRUE(cidr("::1/128").contains(address_of("::1")));
+    EXPECT_TRUE(cidr("2001:db8::/32").contains(address_of("2001:db8:ffff::1")));
+    EXPECT_FALSE(cidr("2001:db8::/32").contains(address_of("2001:db9::1")));
+    EXPECT_FALSE(cidr("::1/128").contains(address_of("127.0.0.1")));
 }
 
 TEST(Cidr, Ipv4MappedPeersMatchIpv4Ranges) {
-    EXPECT_TRUE(cidr("127.0.0.0/8").contains(addr("::ffff:127.0.0.1")));
-    EXPECT_FALSE(cidr("10.0.0.0/8").contains(addr("::ffff:127.0.0.1")));
+    EXPECT_TRUE(cidr("127.0.0.0/8").contains(address_of("::ffff:127.0.0.1")));
+    EXPECT_FALSE(cidr("10.0.0.0/8").contains(address_of("::ffff:127.0.0.1")));
 }
 
 TEST(Cidr, UnixPeersMatchNothing) {

@@ -1,6 +1,7 @@
 // SourceTable with an injected clock: open counts, the token bucket, grouping by
 // prefix, the bound on entries and evictions.
 #include "routing/source_limits.hpp"
+#include "tests/unit/address_text.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -17,17 +18,8 @@ namespace {
 using namespace std::chrono_literals;
 using Verdict = SourceTable::Verdict;
 
-sockaddr_storage addr(const char* text) {
-    sockaddr_storage s{};
-    if (inet_pton(AF_INET, text, &reinterpret_cast<sockaddr_in*>(&s)->sin_addr) == 1)
-        s.ss_family = AF_INET;
-    else if (inet_pton(AF_INET6, text, &reinterpret_cast<sockaddr_in6*>(&s)->sin6_addr) == 1)
-        s.ss_family = AF_INET6;
-    return s;
-}
-
 SourceKey key(const char* text, const SourceRule& rule, uint64_t route = 1) {
-    return source_key(route, addr(text), rule).value();
+    return source_key(route, address_of(text), rule).value();
 }
 
 const SourceTable::Clock::time_point t0{};
