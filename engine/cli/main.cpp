@@ -238,8 +238,8 @@ int main(int argc, char** argv) {
     std::shared_ptr<uringfwd::ops::AccessLog> access_log;
     if (!operations.access_log.empty()) {
         try {
-            access_log = std::make_shared<uringfwd::ops::AccessLog>(operations.access_log,
-                                                                    operations.access_log_format);
+            access_log = std::make_shared<uringfwd::ops::AccessLog>(
+                operations.access_log, operations.access_log_format, operations.access_log_flush);
         } catch (const std::exception& e) {
             fail(e.what());
         }

@@ -25,6 +25,7 @@ inline constexpr DurationRange kBusyPoll{0us, 1s, true};
 inline constexpr DurationRange kBulkCoalesce{0us, 100ms, true};
 inline constexpr DurationRange kBulkPark{0us, 1s};
 inline constexpr DurationRange kDrainTimeout{0us, 24h};
+inline constexpr DurationRange kAccessLogFlush{1ms, 1h};
 
 // `text` as the file reads a duration (with "us" where the range allows it).
 std::optional<std::chrono::microseconds> parse_flag_duration(const std::string& text,

@@ -1,6 +1,7 @@
 // The operation flags: what runs beside the engine (metrics, the access log, the upgrade
 // and control sockets), over the file's [engine] values or the defaults.
 #include "cli/control/control_flag.hpp"
+#include "cli/flags/duration_flag.hpp"
 #include "cli/flags/flag_groups.hpp"
 #include "cli/flags/flag_values.hpp"
 #include "uringfwd/messages.hpp"
@@ -21,6 +22,10 @@ void add_operation_flags(CLI::App& app, Flags& flags) {
                    "the access log's lines: text (key=value) or json (JSON Lines)")
         ->check(CLI::IsMember({"text", "json"}))
         ->capture_default_str();
+    add_duration(app, "--access-log-flush", flags.access_log_flush,
+                 "how long a line may wait in memory before it is written (1ms..1h); "
+                 "SIGUSR2 and the exit write every waiting line at once",
+                 kAccessLogFlush);
     app.add_option("--upgrade-socket", flags.upgrade_socket,
                    "binary upgrade without refusing a connection: a process started with the "
                    "same PATH while one runs takes over its listening sockets, and the old "
@@ -45,6 +50,9 @@ void apply_operation_flags(const CLI::App& app, const Flags& flags, OperationsCo
         operations.access_log = flags.access_log;
     if (app.count("--access-log-format") > 0)
         operations.access_log_format = *parse_access_log_format(flags.access_log_format);
+    if (app.count("--access-log-flush") > 0)
+        operations.access_log_flush =
+            duration_flag<std::chrono::milliseconds>(flags.access_log_flush, kAccessLogFlush);
     if (app.count("--upgrade-socket") > 0) {
         // The file's rule (engine_section.cpp), so one path is good or bad in both.
         if (!is_upgrade_socket_path(flags.upgrade_socket))
