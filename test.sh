@@ -3,7 +3,7 @@
 #   1. optimized build (debugoptimized): unit, integration (once per data path: auto,
 #      splice, copy, ring splices, plain fds), hardening, scale and interop (outside
 #      tools: promtool) suites, and the docs' checks
-#   2. the release build (./run.sh's flags, -O3) with the tests, compiled, not run
+#   2. the release build ./run.sh makes (-O3, without the tests), compiled, not run
 #   3. liburingfwd installed from step 1's build and used by a small program, through
 #      pkg-config (shared and static) and as a meson subproject (scripts/check-install.sh)
 #   4. the Debian packages built (dpkg-buildpackage), their contents checked, extracted
@@ -19,16 +19,18 @@
 #
 # Which step compiles which build a user or packager may make (-Dbuildtype x -Dtests):
 #   buildtype       with tests                          without tests
-#   release         2 (every target, -Werror)           2 (*)
+#   release         -                                   2 (-Werror; ./run.sh's build)
 #   debugoptimized  1 (every target, -Werror, run)      1 (*)
-#   plain           5, 6 (**)                           4 (dpkg's flags), 3 (subproject)
-#   debug           5, 6 (the targets they run)         5, 6 (*)
+#   plain           5, 6 (the targets they run; -g1)    4 (dpkg's flags), 3 (subproject)
+#   debug           5, 6 (**)                           5, 6 (*)
 # (*) -Dtests=false builds the same targets minus tests/ with the same flags (the option
 #     only adds subdir('tests')), so the build with tests compiles all of it.
 # (**) plain adds no flag of meson's own: -O0 without NDEBUG, as debug is but for -g,
-#     which no warning depends on; 5 and 6 compile the engine, the binary and the unit
-#     and integration tests that way (with the sanitizers); the hardening and interop
-#     tests are compiled at -O2 (1) and -O3 (2) only.
+#     which no warning depends on. 5 and 6 compile the engine, the binary and the unit
+#     and integration tests that way, with the sanitizers and -g1 (line tables only: a
+#     report still names file and line; full -g cost about 15 % more compile time per
+#     file, measured on tests/integration/access_log_test.cpp under ASan: 5.8 s against
+#     4.4 to 5.1 s); the hardening and interop tests are compiled at -O2 (1) only.
 # Steps 3 and 4 build without -Werror on purpose (an embedder's or a distribution's
 # compiler must not fail on a new warning); step 4 prints the warnings it sees.
 # URING_FWD_QUICK=1 runs only step 1 (for a fast local loop).
@@ -69,13 +71,14 @@ run_suites() {
 # sockets and timers for much of their time): CI gets the cores' idle time, and the
 # tests keep theirs. Their output is printed, in order, once they are done.
 background_builds() {
-  # The build ./run.sh makes (release, -O3), with the tests: GCC finds other warnings at
-  # -O3 than at -O2 (a -Wrestrict false positive broke it once, GCC bug 105329), and the
-  # README promises `meson setup build --buildtype=release && ninja -C build` works, tests
-  # on. Compiled only: step 1 runs the suites. A directory of its own, as ./run.sh's
-  # build-release is configured without the tests.
+  # The build ./run.sh makes (release, -O3, the README's first command), in its own
+  # directory, so a ./run.sh after the tests starts at once: GCC finds other warnings at
+  # -O3 than at -O2 (a -Wrestrict false positive broke it once, GCC bug 105329). Without
+  # the tests, as ./run.sh builds it: the tests' own files are about two thirds of a
+  # build's compile time (64 % in step 1's ninja log: 1852 of 2883 compiler-seconds), and
+  # step 1 already compiles them with -Werror.
   step "build-release"
-  if nice -n 19 scripts/build.sh build-release-tests -Dbuildtype=release; then
+  if nice -n 19 scripts/build.sh build-release -Dtests=false -Dbuildtype=release; then
     echo "result build-release:ok"
   else
     echo "result build-release:fail"
@@ -131,9 +134,9 @@ if [[ $quick != 1 ]]; then
   run_targets="tests/integration_tests engine/uring-fwd tests/without_io_uring"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     targets="tests/unit_tests $run_targets" \
-    run_suites build-asan "unit integration integration-copy" -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
+    run_suites build-asan "unit integration integration-copy" -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=plain -Dcpp_args=-g1
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 targets=$run_targets \
-    run_suites build-tsan "integration" -Db_sanitize=thread -Db_lundef=false -Dbuildtype=debug
+    run_suites build-tsan "integration" -Db_sanitize=thread -Db_lundef=false -Dbuildtype=plain -Dcpp_args=-g1
   # Every target run.sh lists must report ok: a crash, a failed build, a target with no
   # verdict line and run.sh's own non-zero exit (with no target to blame) each count as
   # a failure, so the step cannot vanish from the count.
