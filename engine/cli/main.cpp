@@ -1,5 +1,5 @@
 // The uring-fwd binary: flags or a configuration file in, Engine out. Uses only the public
-// API, so an embedding application can do everything this file (and flags.cpp) does.
+// API, so an embedding application can do everything this file (and cli/flags/) does.
 #include "uringfwd/engine.hpp"
 
 #include "cli/control/commands.hpp"
@@ -7,7 +7,7 @@
 #include "cli/control/control_server.hpp"
 #include "cli/control/control_socket.hpp"
 #include "cli/control/ctl.hpp"
-#include "cli/flags.hpp"
+#include "cli/flags/flags.hpp"
 #include "cli/idle_timeout_warning.hpp"
 #include "cli/process_log.hpp"
 #include "cli/route_summary.hpp"
@@ -238,8 +238,8 @@ int main(int argc, char** argv) {
     std::shared_ptr<uringfwd::ops::AccessLog> access_log;
     if (!operations.access_log.empty()) {
         try {
-            access_log = std::make_shared<uringfwd::ops::AccessLog>(operations.access_log,
-                                                                    operations.access_log_format);
+            access_log = std::make_shared<uringfwd::ops::AccessLog>(
+                operations.access_log, operations.access_log_format, operations.access_log_flush);
         } catch (const std::exception& e) {
             fail(e.what());
         }

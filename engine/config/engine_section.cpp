@@ -182,6 +182,8 @@ void read_engine_section(const toml::table& table, const TopologyReader& read_to
         operations.access_log = *v;
     if (const auto v = reader.one_of("access_log_format", {"text", "json"}))
         operations.access_log_format = *parse_access_log_format(*v);
+    if (const auto v = reader.duration("access_log_flush", microseconds{1ms}, microseconds{1h}))
+        operations.access_log_flush = std::chrono::duration_cast<milliseconds>(*v);
 
     reader.report_unknown_keys();
 }

@@ -13,6 +13,7 @@
 #include "uringfwd/operations.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -27,7 +28,11 @@ class AccessLog final : public ConnectionObserver {
 public:
     // "-" is stderr. Throws std::runtime_error (the message names the path and the
     // reason) when the file cannot be opened. `ring_bytes`: each shard's buffer.
-    AccessLog(std::string path, AccessLogFormat format, std::size_t ring_bytes = 1 << 20);
+    // `flush_every`: how long a line may wait in its ring when nothing else wakes the
+    // writer (OperationsConfig::access_log_flush).
+    AccessLog(std::string path, AccessLogFormat format,
+              std::chrono::milliseconds flush_every = std::chrono::milliseconds(50),
+              std::size_t ring_bytes = 1 << 20);
     ~AccessLog() override; // stop()
 
     AccessLog(const AccessLog&) = delete;
@@ -57,6 +62,7 @@ private:
 
     const std::string path_;
     const AccessLogFormat format_;
+    const std::chrono::milliseconds flush_every_;
     const std::size_t ring_bytes_;
     int fd_ = -1;                                 // the writer's; stderr for "-"
     std::unique_ptr<std::atomic<Ring*>[]> rings_; // allocated by each shard on first use

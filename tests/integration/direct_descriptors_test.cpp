@@ -8,6 +8,7 @@
 #include "tests/support/named_server.hpp"
 #include "tests/support/proc_stats.hpp"
 #include "tests/support/proxy_under_test.hpp"
+#include "tests/support/recording_observer.hpp"
 #include "tests/support/socket_io.hpp"
 #include "tests/support/sockets.hpp"
 
@@ -19,7 +20,6 @@
 
 #include <cerrno>
 #include <chrono>
-#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -116,28 +116,9 @@ TEST(DirectDescriptors, AFullTableHoldsTheNextClientInTheBacklogUntilOneCloses) 
     EXPECT_TRUE(slots_back_to_zero(proxy));
 }
 
-class Addresses : public ConnectionObserver {
-public:
-    void on_open(const ConnectionInfo& info) override {
-        std::lock_guard lock(mu_);
-        client_ = info.client;
-        local_ = info.local;
-    }
-    void on_close(const ConnectionRecord&) override {}
-    std::pair<Endpoint, Endpoint> get() const {
-        std::lock_guard lock(mu_);
-        return {client_, local_};
-    }
-
-private:
-    mutable std::mutex mu_;
-    Endpoint client_;
-    Endpoint local_;
-};
-
 TEST(DirectDescriptors, TheObserverSeesTheAddressesAnAcceptIntoASlotBrings) {
     EchoServer echo;
-    auto observer = std::make_shared<Addresses>();
+    auto observer = std::make_shared<RecordingObserver>();
     ProxyUnderTest proxy(echo.endpoint(), [&](EngineConfig& c) {
         one_shard()(c);
         c.observer = observer;
@@ -148,7 +129,10 @@ TEST(DirectDescriptors, TheObserverSeesTheAddressesAnAcceptIntoASlotBrings) {
     sockaddr_in mine{};
     socklen_t len = sizeof(mine);
     ASSERT_EQ(::getsockname(client.get(), reinterpret_cast<sockaddr*>(&mine), &len), 0);
-    auto [seen_client, seen_local] = observer->get();
+    const std::vector<ConnectionInfo> opened = observer->opened_connections();
+    ASSERT_FALSE(opened.empty());
+    const Endpoint seen_client = opened.back().client; // this client's, the last opened
+    const Endpoint seen_local = opened.back().local;
     EXPECT_EQ(seen_client.host, "127.0.0.1");
     EXPECT_EQ(seen_client.port, ntohs(mine.sin_port));
     EXPECT_EQ(seen_local, proxy.endpoint());

@@ -7,6 +7,7 @@
 #include "tests/support/payload.hpp"
 #include "tests/support/proc_stats.hpp"
 #include "tests/support/proxy_under_test.hpp"
+#include "tests/support/recording_observer.hpp"
 #include "tests/support/socket_io.hpp"
 #include "tests/support/sockets.hpp"
 
@@ -18,7 +19,6 @@
 #include <sys/socket.h>
 
 #include <chrono>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -27,27 +27,6 @@ namespace uringfwd::test {
 namespace {
 
 using namespace std::chrono_literals;
-
-class Recorder : public ConnectionObserver {
-public:
-    void on_open(const ConnectionInfo& info) override {
-        std::lock_guard lock(mu_);
-        clients_.push_back(info.client);
-    }
-    void on_close(const ConnectionRecord& record) override {
-        std::lock_guard lock(mu_);
-        closed_.push_back(record.reason);
-    }
-    std::vector<Endpoint> clients() const {
-        std::lock_guard lock(mu_);
-        return clients_;
-    }
-
-private:
-    mutable std::mutex mu_;
-    std::vector<Endpoint> clients_;
-    std::vector<CloseReason> closed_;
-};
 
 RouteConfig route_to(const Endpoint& upstream) {
     RouteConfig r;
@@ -133,7 +112,7 @@ TEST(ProxyProtocolAccept, V1InTheSameSegmentAsData) {
     Listener upstream = listen_loopback(Family::Inet4);
     RouteConfig r = route_to(upstream.endpoint());
     r.accept_proxy = true;
-    auto recorder = std::make_shared<Recorder>();
+    auto recorder = std::make_shared<RecordingObserver>();
     ProxyUnderTest proxy{{r}, [&](EngineConfig& c) { c.observer = recorder; }};
     UniqueFd client = connect_to(proxy.endpoint());
     const std::vector<std::byte> payload = Payload(13).bytes(0, kBulk);
@@ -141,8 +120,8 @@ TEST(ProxyProtocolAccept, V1InTheSameSegmentAsData) {
     std::string got = relay(upstream, client.get(),
                             "PROXY TCP4 203.0.113.7 198.51.100.1 40001 443\r\nhello ", payload);
     EXPECT_TRUE(got == "hello " + as_text(payload)) << "stream damaged: " << got.size();
-    ASSERT_TRUE(eventually([&] { return !recorder->clients().empty(); }, Deadline{5s}));
-    EXPECT_EQ(recorder->clients()[0].to_string(), "203.0.113.7:40001");
+    ASSERT_TRUE(eventually([&] { return recorder->opened() > 0; }, Deadline{5s}));
+    EXPECT_EQ(recorder->opened_connections()[0].client.to_string(), "203.0.113.7:40001");
 }
 
 TEST(ProxyProtocolAccept, V2SplitIntoOneByteWritesAndPassedOnAsV2WithTlvs) {

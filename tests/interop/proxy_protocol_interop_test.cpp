@@ -10,6 +10,7 @@
 #include "tests/support/exchange.hpp"
 #include "tests/support/proc_stats.hpp"
 #include "tests/support/proxy_under_test.hpp"
+#include "tests/support/recording_observer.hpp"
 #include "tests/support/socket_io.hpp"
 #include "tests/support/sockets.hpp"
 #include "tests/support/transfer_checks.hpp"
@@ -26,7 +27,6 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -107,23 +107,6 @@ std::unique_ptr<BinaryProcess> start_haproxy(const ScratchDir& dir, const std::s
     return peer;
 }
 
-class ClientRecorder : public ConnectionObserver {
-public:
-    void on_open(const ConnectionInfo& info) override {
-        std::lock_guard lock(mu_);
-        clients_.push_back(info.client.to_string());
-    }
-    void on_close(const ConnectionRecord&) override {}
-    std::vector<std::string> clients() const {
-        std::lock_guard lock(mu_);
-        return clients_;
-    }
-
-private:
-    mutable std::mutex mu_;
-    std::vector<std::string> clients_;
-};
-
 TEST(ProxyProtocolInterop, HaproxySendsAndUringFwdAcceptsTheRealClient) {
     if (!installed(kHaproxy))
         GTEST_SKIP() << kHaproxy << " is not installed (Debian package haproxy)";
@@ -136,7 +119,7 @@ TEST(ProxyProtocolInterop, HaproxySendsAndUringFwdAcceptsTheRealClient) {
         r.pool.members = {UpstreamMember{upstream.endpoint()}};
         r.accept_proxy = true;
         r.trusted_sources = {"127.0.0.0/8"};
-        auto recorder = std::make_shared<ClientRecorder>();
+        auto recorder = std::make_shared<RecordingObserver>();
         ProxyUnderTest proxy{{r}, [&](EngineConfig& c) { c.observer = recorder; }};
 
         ScratchDir dir(option);
@@ -170,8 +153,10 @@ TEST(ProxyProtocolInterop, HaproxySendsAndUringFwdAcceptsTheRealClient) {
         EXPECT_TRUE(got == payload) << "stream damaged: " << got.size() << " bytes";
         // The readiness probe passed through too; this client must be among them.
         auto seen = [&] {
-            auto all = recorder->clients();
-            return std::find(all.begin(), all.end(), expected_client) != all.end();
+            const std::vector<ConnectionInfo> all = recorder->opened_connections();
+            return std::any_of(all.begin(), all.end(), [&](const ConnectionInfo& c) {
+                return c.client.to_string() == expected_client;
+            });
         };
         EXPECT_TRUE(eventually(seen, Deadline{5s})) << "wanted " << expected_client;
     }

@@ -30,6 +30,11 @@ public:
         std::lock_guard lock(mu_);
         return opened_.size();
     }
+    // What on_open was told, in order (route cleared).
+    std::vector<ConnectionInfo> opened_connections() const {
+        std::lock_guard lock(mu_);
+        return opened_;
+    }
 
 private:
     mutable std::mutex mu_;

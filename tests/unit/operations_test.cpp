@@ -32,12 +32,13 @@ ConfigFileResult parse(const std::string& engine_keys) {
 
 TEST(OperationsConfig, KeysMapOntoOperationsConfig) {
     const ConfigFileResult r = parse("metrics = \"127.0.0.1:9100\"\naccess_log = \"-\"\n"
-                                     "access_log_format = \"json\"\n");
+                                     "access_log_format = \"json\"\naccess_log_flush = \"2s\"\n");
     ASSERT_THAT(r.errors, IsEmpty());
     ASSERT_TRUE(r.operations.metrics.has_value());
     EXPECT_EQ(r.operations.metrics->to_string(), "127.0.0.1:9100");
     EXPECT_EQ(r.operations.access_log, "-");
     EXPECT_EQ(r.operations.access_log_format, AccessLogFormat::Json);
+    EXPECT_EQ(r.operations.access_log_flush, 2s);
 }
 
 TEST(OperationsConfig, OffByDefault) {
@@ -46,6 +47,7 @@ TEST(OperationsConfig, OffByDefault) {
     EXPECT_FALSE(r.operations.metrics.has_value());
     EXPECT_EQ(r.operations.access_log, "");
     EXPECT_EQ(r.operations.access_log_format, AccessLogFormat::Text);
+    EXPECT_EQ(r.operations.access_log_flush, 50ms);
 }
 
 TEST(OperationsConfig, MistakesAreOneLineEach) {
@@ -57,6 +59,10 @@ TEST(OperationsConfig, MistakesAreOneLineEach) {
     EXPECT_THAT(parse("access_log_format = \"xml\"\n").errors,
                 ElementsAre("t.toml:2: [engine] access_log_format must be text or json, not "
                             "\"xml\""));
+    EXPECT_THAT(parse("access_log_flush = \"0\"\n").errors,
+                ElementsAre(HasSubstr("t.toml:2: [engine] access_log_flush")));
+    EXPECT_THAT(parse("access_log_flush = \"2h\"\n").errors,
+                ElementsAre(HasSubstr("t.toml:2: [engine] access_log_flush")));
     EXPECT_THAT(parse("access_log = 1\n").errors,
                 ElementsAre("t.toml:2: [engine] access_log must be a string, not 1"));
 }

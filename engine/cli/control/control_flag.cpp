@@ -1,6 +1,6 @@
 #include "cli/control/control_flag.hpp"
 
-#include "cli/flags.hpp"
+#include "cli/flags/flags.hpp"
 #include "uringfwd/messages.hpp"
 
 #include <fmt/format.h>

@@ -1,12 +1,13 @@
 // What runs beside the engine rather than in it: a Prometheus /metrics endpoint, an
 // access log and the control socket. The engine offers what they need (Engine::shard_stats(),
 // route_stats(), member_health() and a ConnectionObserver); the uring-fwd binary serves them, and
-// the configuration file's [engine] table can name them (metrics, access_log, access_log_format),
-// so an embedding application that loads the file sees the same settings.
+// the configuration file's [engine] table can name them (metrics, access_log, access_log_format,
+// access_log_flush), so an embedding application that loads the file sees the same settings.
 #pragma once
 
 #include "uringfwd/endpoint.hpp"
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -26,6 +27,11 @@ struct OperationsConfig {
     // A file to append one line per closed connection to, "-" for stderr; empty: off.
     std::string access_log;
     AccessLogFormat access_log_format = AccessLogFormat::Text;
+    // How long a closed connection's line may wait in memory before the writer thread
+    // writes it (--access-log-flush, [engine] access_log_flush; nginx's access_log
+    // flush=): longer batches more lines per write(2), shorter puts them on disk sooner.
+    // A reopen (SIGUSR2) and the exit write everything at once whatever it is.
+    std::chrono::milliseconds access_log_flush{50};
     // The binary's binary-upgrade control socket (--upgrade-socket, [engine]
     // upgrade_socket; is_upgrade_socket_path()); empty: none. The engine offers what an
     // upgrade needs (Engine::listener_fds(), release_listeners(),

@@ -69,6 +69,7 @@ struct Flags {
     std::string metrics;
     std::string access_log;
     std::string access_log_format = "text";
+    std::string access_log_flush = default_duration(OperationsConfig{}.access_log_flush);
     std::string upgrade_socket;
     std::string control;
 };
@@ -84,9 +85,9 @@ EngineConfig config_from_flags(const CLI::App& app, const Flags& flags);
 // engine-wide flag that was given over the file's value in `config`.
 void apply_flags_over_file(const CLI::App& app, const Flags& flags, EngineConfig& config);
 
-// After parsing: --metrics, --access-log, --access-log-format, --upgrade-socket and
-// --control (cli/control/control_flag.hpp), each only when given, over `operations` (the
-// file's [engine] values, or the defaults without --config).
+// After parsing: --metrics, --access-log, --access-log-format, --access-log-flush,
+// --upgrade-socket and --control (cli/control/control_flag.hpp), each only when given,
+// over `operations` (the file's [engine] values, or the defaults without --config).
 void apply_operation_flags(const CLI::App& app, const Flags& flags, OperationsConfig& operations);
 
 } // namespace uringfwd::cli
