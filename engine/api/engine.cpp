@@ -231,6 +231,18 @@ std::vector<RouteStats> Engine::Impl::route_stats() const {
     return out;
 }
 
+SourceTableStats Engine::Impl::source_table_stats() const {
+    std::shared_ptr<engine::SourceTable> table;
+    {
+        std::lock_guard lock(plan_mu_);
+        table = routes_ ? routes_->sources : nullptr;
+    }
+    if (!table)
+        return {};
+    return {table->capacity(), table->tracked(engine::SourceTable::Clock::now()),
+            table->evictions(), table->untracked()};
+}
+
 std::vector<MemberHealth> Engine::Impl::member_health() const {
     std::lock_guard lock(plan_mu_);
     std::vector<MemberHealth> out;
@@ -392,6 +404,9 @@ std::vector<ShardStats> Engine::shard_stats() const {
 }
 std::vector<RouteStats> Engine::route_stats() const {
     return impl_->route_stats();
+}
+SourceTableStats Engine::source_table_stats() const {
+    return impl_->source_table_stats();
 }
 std::vector<int> Engine::listener_fds() const {
     return impl_->listener_fds();

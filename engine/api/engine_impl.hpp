@@ -59,6 +59,7 @@ public:
     std::vector<ShardStats> shard_stats() const;
     std::vector<MemberHealth> member_health() const;
     std::vector<RouteStats> route_stats() const;
+    SourceTableStats source_table_stats() const;
 
     bool stopped() const;
 

@@ -49,6 +49,8 @@ std::vector<std::string> Engine::Impl::needs_restart(const EngineConfig& next) c
     check(next.drain_timeout == now.drain_timeout, "drain timeout");
     check(next.log_level == now.log_level, "log level");
     check(next.ring.ring_entries == now.ring.ring_entries, "ring size");
+    // The table is allocated once and kept with its counts (build_route_table()).
+    check(next.access.source_table_size == now.access.source_table_size, "source table size");
     return out;
 }
 
@@ -96,6 +98,8 @@ ReloadResult Engine::Impl::reconfigure_locked(EngineConfig next) {
     current_.listen = next.listen;
     current_.upstream = next.upstream;
     current_.connect_timeout = next.connect_timeout;
+    current_.access.allow = next.access.allow; // the routes' default lists
+    current_.access.deny = next.access.deny;
     names_->follow(routes_);
     result.applied = true;
     result.needs_restart = needs_restart(next);

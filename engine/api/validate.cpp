@@ -11,8 +11,10 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <set>
 #include <string_view>
+#include <utility>
 
 namespace uringfwd {
 
@@ -65,6 +67,31 @@ bool has_socket_file(const Endpoint& e) {
     return e.is_unix() && !e.host.empty() && e.host.front() != '@';
 }
 
+// allow and deny of a route or of the engine: every entry a CIDR range.
+template <typename Problem>
+void check_access_lists(const std::vector<std::string>& allow, const std::vector<std::string>& deny,
+                        const Problem& problem) {
+    for (const auto& [name, list] : {std::pair{"allow", &allow}, std::pair{"deny", &deny}})
+        for (const std::string& text : *list)
+            if (const std::string error = cidr_problem(text); !error.empty())
+                problem(fmt::format("{}: {}: {}", name, text, error));
+}
+
+// The per-source limits (routing/source_limits.hpp counts them in 32 bits).
+template <typename Problem>
+void check_source_limits(const RouteConfig& rc, const Problem& problem) {
+    if (rc.max_connections_per_source > UINT32_MAX)
+        problem(fmt::format("max_connections_per_source must be at most {}, not {}", UINT32_MAX,
+                            rc.max_connections_per_source));
+    if (rc.connection_burst_per_source != 0 && rc.connection_rate_per_source == 0)
+        problem("connection_burst_per_source needs connection_rate_per_source (a burst of a "
+                "rate that is not limited)");
+    if (rc.source_prefix_v4 < 1 || rc.source_prefix_v4 > 32)
+        problem(fmt::format("source_prefix_v4 must be 1..32, not {}", rc.source_prefix_v4));
+    if (rc.source_prefix_v6 < 1 || rc.source_prefix_v6 > 128)
+        problem(fmt::format("source_prefix_v6 must be 1..128, not {}", rc.source_prefix_v6));
+}
+
 void check_route(const RouteConfig& rc, std::vector<std::string>& problems) {
     const auto problem = [&](const std::string& what) {
         problems.push_back(fmt::format("route \"{}\": {}", rc.name, what));
@@ -91,6 +118,8 @@ void check_route(const RouteConfig& rc, std::vector<std::string>& problems) {
         problem(ramp);
     if (rc.max_duration.count() < 0)
         problem("max_duration must not be negative (0: no limit)");
+    check_access_lists(rc.allow, rc.deny, problem);
+    check_source_limits(rc, problem);
     // One series per member label in the metrics (RouteStats): two alike would be two
     // samples of one series.
     std::set<std::string> labels;
@@ -129,6 +158,10 @@ std::vector<std::string> route_problems(const EngineConfig& config) {
             problems.push_back(fmt::format("route \"{}\" is defined twice", route.name));
         check_route(route, problems);
     }
+    // The routes' default lists: a reload applies them too (build_route_table()).
+    check_access_lists(config.access.allow, config.access.deny, [&](const std::string& what) {
+        problems.push_back(fmt::format("[engine] {}", what));
+    });
     return problems;
 }
 
@@ -152,6 +185,11 @@ std::vector<std::string> validate(const EngineConfig& config) {
     }
     for (std::string& problem : engine::route_problems(config))
         problems.push_back(std::move(problem));
+    if (config.access.source_table_size < EngineConfig::Access::kMinSourceTableSize ||
+        config.access.source_table_size > EngineConfig::Access::kMaxSourceTableSize)
+        problems.push_back(fmt::format(
+            "source_table_size must be {}..{}, not {}", EngineConfig::Access::kMinSourceTableSize,
+            EngineConfig::Access::kMaxSourceTableSize, config.access.source_table_size));
     check_bulk_park(config, problems);
     check_copy_buffers(config, problems);
     return problems;

@@ -10,7 +10,8 @@
 
 namespace uringfwd::engine {
 
-// One line per problem of config.routes, as validate() words it; empty when none.
+// One line per problem of config.routes (and of config.access's allow and deny, the
+// routes' default lists), as validate() words it; empty when none.
 std::vector<std::string> route_problems(const EngineConfig& config);
 
 } // namespace uringfwd::engine

@@ -1,5 +1,6 @@
 #include "config/engine_section.hpp"
 
+#include "config/access_keys.hpp"
 #include "config/table_reader.hpp"
 #include "support/quote_input.hpp"
 #include "uringfwd/cpu_list.hpp"
@@ -175,6 +176,7 @@ void read_engine_section(const toml::table& table, const TopologyReader& read_to
     }
     if (const auto v = reader.one_of("log_level", {"error", "warn", "info", "debug"}))
         config.log_level = *parse_log_level(*v);
+    read_engine_access(reader, config.access);
     read_metrics(reader, operations);
     if (const auto v = reader.string("access_log"))
         operations.access_log = *v;

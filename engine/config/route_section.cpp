@@ -1,6 +1,7 @@
 #include "config/route_section.hpp"
 
 #include "api/route_checks.hpp"
+#include "config/access_keys.hpp"
 #include "config/table_reader.hpp"
 #include "net/cidr.hpp"
 #include "routing/sni_router.hpp"
@@ -395,6 +396,8 @@ ParsedRoute read_route(const toml::table& table, std::size_t index, ErrorList& e
     if (const auto v = reader.duration("inspect_timeout", 1ms, microseconds{1h}))
         out.route.inspect_timeout = duration_cast<milliseconds>(*v);
     read_proxy_protocol(reader, out.route);
+    read_access_lists(reader, out.route.allow, out.route.deny);
+    read_source_limits(reader, out.route);
     read_upstreams(reader, context, errors, pool, out.member_lines);
     read_health_check(reader, context, errors, pool.health_check);
     read_passive_health(reader, context, errors, pool.passive);

@@ -188,6 +188,34 @@ void add_health_families(const std::vector<MemberHealth>& health, std::vector<Me
     out.push_back(std::move(up));
 }
 
+// The engine-wide per-source table (per-source limits), once one exists.
+void add_source_families(const SourceTableStats& sources, std::vector<MetricFamily>& out) {
+    if (sources.capacity == 0)
+        return;
+    MetricFamily capacity = family("uringfwd_source_table_capacity",
+                                   "entries of the per-source table: the most sources it "
+                                   "tracks at once",
+                                   MetricType::Gauge);
+    add(capacity, {}, num(sources.capacity));
+    MetricFamily tracked =
+        family("uringfwd_source_table_tracked",
+               "sources tracked now (connections open, or a rate bucket not full again)",
+               MetricType::Gauge);
+    add(tracked, {}, num(sources.tracked));
+    MetricFamily evictions =
+        family("uringfwd_source_table_evictions_total",
+               "idle sources forgotten to make room for new ones", MetricType::Counter);
+    add(evictions, {}, num(sources.evictions));
+    MetricFamily untracked =
+        family("uringfwd_source_table_untracked_total",
+               "clients let in without per-source limits: their bucket of the table held only "
+               "sources with connections open",
+               MetricType::Counter);
+    add(untracked, {}, num(sources.untracked));
+    for (MetricFamily* f : {&capacity, &tracked, &evictions, &untracked})
+        out.push_back(std::move(*f));
+}
+
 } // namespace
 
 std::string shard_metric_name(std::string_view counter, CounterKind kind) {
@@ -213,6 +241,7 @@ std::vector<MetricFamily> metric_families(const MetricsSnapshot& snapshot) {
     add_shard_families(snapshot.shards, out);
     add_route_families(snapshot.routes, out);
     add_health_families(snapshot.health, out);
+    add_source_families(snapshot.sources, out);
     if (snapshot.access_log) {
         MetricFamily lines =
             family("uringfwd_access_log_lines_total", "access log lines written or buffered to be",

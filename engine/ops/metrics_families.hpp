@@ -1,5 +1,6 @@
 // The Prometheus metric families of a running engine, built from snapshots the public
-// API gives (Engine::shard_stats(), route_stats(), member_health()) when a scrape asks:
+// API gives (Engine::shard_stats(), route_stats(), member_health(), source_table_stats())
+// when a scrape asks:
 // nothing is counted for metrics' sake on the data path, the shards keep owning their
 // counters. Names follow Prometheus' conventions: the uringfwd_ prefix, _total on
 // counters, base units (_bytes, _seconds).
@@ -20,7 +21,8 @@ struct MetricsSnapshot {
     std::vector<ShardStats> shards;
     std::vector<RouteStats> routes;
     std::vector<MemberHealth> health;
-    bool access_log = false; // an access log is on: its two counters below
+    SourceTableStats sources; // capacity 0: no per-source table, no families
+    bool access_log = false;  // an access log is on: its two counters below
     uint64_t access_log_lines = 0;
     uint64_t access_log_dropped = 0;
 };

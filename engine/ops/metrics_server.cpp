@@ -40,6 +40,7 @@ public:
         s.shards = engine_.shard_stats();
         s.routes = engine_.route_stats();
         s.health = engine_.member_health();
+        s.sources = engine_.source_table_stats();
         if (access_log_ != nullptr) {
             s.access_log = true;
             s.access_log_lines = access_log_->lines();

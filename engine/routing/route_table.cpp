@@ -1,11 +1,13 @@
 #include "routing/route_table.hpp"
 
 #include "platform/accounts.hpp"
+#include "routing/hash.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cstring>
+#include <random>
 #include <stdexcept>
 
 namespace uringfwd::engine {
@@ -101,6 +103,22 @@ const MemberRoute* member_named(const Route* route, const std::string& name) {
     return nullptr;
 }
 
+// Its access list (its own, or the engine's when it has neither list) and per-source
+// rule. value(): route_problems() refused an entry that does not parse.
+void set_edge_rules(const EngineConfig& config, const RouteConfig& rc, Route& route) {
+    const bool own = !rc.allow.empty() || !rc.deny.empty();
+    std::string error;
+    route.access = AccessList::parse(own ? rc.allow : config.access.allow,
+                                     own ? rc.deny : config.access.deny, error)
+                       .value();
+    route.source_rule.max_open = static_cast<uint32_t>(rc.max_connections_per_source);
+    route.source_rule.rate = rc.connection_rate_per_source;
+    route.source_rule.burst = rc.connection_burst_per_source;
+    route.source_rule.prefix_v4 = rc.source_prefix_v4;
+    route.source_rule.prefix_v6 = rc.source_prefix_v6;
+    route.source_route = mix64(fnv1a64(rc.name));
+}
+
 } // namespace
 
 std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config, std::size_t shards,
@@ -126,6 +144,7 @@ std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config, std::s
             // value(): route_problems() refused a range that does not parse.
             route.trusted_sources.push_back(Cidr::parse(text, error).value());
         }
+        set_edge_rules(config, rc, route);
         for (std::size_t i = 0; i < rc.listen.size(); ++i) {
             const Endpoint& e = rc.listen[i];
             ListenAddress listen{resolve(e), {}};
@@ -170,6 +189,14 @@ std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config, std::s
         table->routes.push_back(std::move(route));
     }
     group_listeners(*table);
+    table->sources = previous != nullptr ? previous->sources : nullptr;
+    const bool limited = std::any_of(table->routes.begin(), table->routes.end(),
+                                     [](const Route& r) { return r.source_rule.active(); });
+    if (limited && !table->sources)
+        // A random seed: which bucket a source lands in is not for clients to aim at.
+        table->sources = std::make_shared<SourceTable>(config.access.source_table_size,
+                                                       uint64_t{std::random_device{}()} << 32 |
+                                                           std::random_device{}());
     return table;
 }
 

@@ -7,8 +7,10 @@
 #include "net/cidr.hpp"
 #include "net/socket_address.hpp"
 #include "net/sockets.hpp"
+#include "routing/access_list.hpp"
 #include "routing/shared_limit.hpp"
 #include "routing/sni_router.hpp"
+#include "routing/source_limits.hpp"
 #include "support/logger.hpp"
 #include "uringfwd/config.hpp"
 #include "uringfwd/runtime.hpp"
@@ -56,7 +58,7 @@ struct Route {
     std::shared_ptr<SharedLimit> limit;
     std::chrono::milliseconds idle_timeout{0};
     std::chrono::milliseconds max_duration{0}; // RouteConfig::max_duration
-    UpstreamSelector selector; // empty: the pool's policy alone
+    UpstreamSelector selector;                 // empty: the pool's policy alone
     std::vector<std::string> server_names;
     std::vector<std::string> alpn;
     std::chrono::milliseconds inspect_timeout{3000};
@@ -66,6 +68,12 @@ struct Route {
     std::vector<uint8_t> proxy_tlvs;
     ProxyVersion send_proxy = ProxyVersion::Off; // for an address the selector chose
     OnMemberDown on_member_down = OnMemberDown::Keep;
+    // Who may connect: its own allow/deny, or the engine's when it sets neither.
+    AccessList access;
+    // Its per-source limits (inactive: none), counted in RouteTable::sources under
+    // source_route, its name hashed (the same after a reload, so counts go on).
+    SourceRule source_rule;
+    uint64_t source_route = 0;
 };
 
 // One listen address and the routes that share it (most often one).
@@ -88,6 +96,11 @@ struct RouteTable {
     // Checks the members of pools with a health_check (null when none has one); lives
     // as long as the table, so a connection of a replaced route still reads it.
     std::shared_ptr<HealthChecker> health;
+    // The engine's one per-source table (EngineConfig::access.source_table_size): every
+    // shard counts in it, and a reload keeps it, so one source's open connections are
+    // counted once whatever shard or table they came through. Null until a route has
+    // per-source limits.
+    std::shared_ptr<SourceTable> sources;
 };
 
 // The routes of `config`: its `routes`, or one route "default" built from its listen,
@@ -100,7 +113,8 @@ struct RouteTable {
 // many shards count the limits. `previous`: the table being replaced, whose limits a
 // route of the same name (and its members of the same name) keep; their values change
 // only with apply_limits(), once the new table is in use. A member new to a route
-// `previous` has starts its slow start now.
+// `previous` has starts its slow start now. Its per-source table (RouteTable::sources)
+// is kept whatever the routes.
 std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config, std::size_t shards,
                                               const RouteTable* previous = nullptr);
 

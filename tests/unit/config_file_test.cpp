@@ -1,5 +1,6 @@
 // The configuration file: a full file maps onto EngineConfig field by field, and every
 // kind of mistake gets its own one-line message at the line of the offending key.
+#include "config/access_keys.hpp"
 #include "uringfwd/config_file.hpp"
 
 #include <gmock/gmock.h>
@@ -329,6 +330,45 @@ TEST(ConfigFile, MemberLifecycleKeys) {
     EXPECT_EQ(defaults.config->routes.at(0).pool.members.at(0).slow_start, std::nullopt);
 }
 
+TEST(ConfigFile, AccessListAndPerSourceKeysMap) {
+    const ConfigFileResult r = parse(
+        "[engine]\nallow = [\"10.0.0.0/8\"]\ndeny = [\"10.1.0.0/16\", \"::1/128\"]\n"
+        "source_table_size = 1024\n" +
+        web("allow = [\"127.0.0.0/8\"]\ndeny = [\"127.0.0.2\"]\nmax_connections_per_source = 5\n"
+            "connection_rate_per_source = \"10/s\"\nconnection_burst_per_source = 20\n"
+            "source_prefix_v4 = 24\nsource_prefix_v6 = 48\n"));
+    ASSERT_THAT(r.errors, IsEmpty());
+    EXPECT_THAT(r.config->access.allow, ElementsAre("10.0.0.0/8"));
+    EXPECT_THAT(r.config->access.deny, ElementsAre("10.1.0.0/16", "::1/128"));
+    EXPECT_EQ(r.config->access.source_table_size, 1024u);
+    const RouteConfig& route = r.config->routes.at(0);
+    EXPECT_THAT(route.allow, ElementsAre("127.0.0.0/8"));
+    EXPECT_THAT(route.deny, ElementsAre("127.0.0.2"));
+    EXPECT_EQ(route.max_connections_per_source, 5u);
+    EXPECT_EQ(route.connection_rate_per_source, 10u);
+    EXPECT_EQ(route.connection_burst_per_source, 20u);
+    EXPECT_EQ(route.source_prefix_v4, 24u);
+    EXPECT_EQ(route.source_prefix_v6, 48u);
+    // Unset: no list, no limit, a source is one address (v4) or a /64 (v6).
+    const ConfigFileResult plain = parse(web("connection_rate_per_source = 0\n"));
+    ASSERT_THAT(plain.errors, IsEmpty());
+    const RouteConfig& defaults = plain.config->routes.at(0);
+    EXPECT_THAT(defaults.allow, IsEmpty());
+    EXPECT_THAT(defaults.deny, IsEmpty());
+    EXPECT_EQ(defaults.max_connections_per_source, 0u);
+    EXPECT_EQ(defaults.connection_rate_per_source, 0u);
+    EXPECT_EQ(defaults.source_prefix_v4, 32u);
+    EXPECT_EQ(defaults.source_prefix_v6, 64u);
+    EXPECT_EQ(plain.config->access.source_table_size, 65536u);
+}
+
+TEST(ConfigFile, ConnectionRateIsAWholeNumberPerSecond) {
+    EXPECT_EQ(config::parse_connection_rate("10/s"), 10u);
+    EXPECT_EQ(config::parse_connection_rate("1/s"), 1u);
+    for (const char* bad : {"10", "/s", "0/s", "-1/s", "1.5/s", "10/m", "10 /s", "4294967296/s"})
+        EXPECT_EQ(config::parse_connection_rate(bad), std::nullopt) << bad;
+}
+
 TEST(ConfigFile, UpstreamsAsInlineTables) {
     const ConfigFileResult result =
         parse("[[route]]\nname = \"a\"\nlisten = \":1\"\n"
@@ -633,6 +673,33 @@ const ErrorCase kErrorCases[] = {
     {"TrustedSourcesWithoutAcceptProxy", web("trusted_sources = [\"10.0.0.0/8\"]\n"), {"t.toml:4: route \"web\": trusted_sources needs accept_proxy = true"}},
     {"ProxyTlvsUnknown", web("accept_proxy = true\nproxy_tlvs = [\"alpn\", \"sni\"]\n"), {"t.toml:5: route \"web\": proxy_tlvs: \"sni\" is not \"alpn\", \"authority\", "
       "\"unique_id\", \"ssl\", \"netns\" or a number 0..255"}},
+    {"AllowBadCidr", web("allow = [\"127.0.0.0/8\",\n  \"10.0.0.300/8\"]\n"),
+     {"t.toml:5: route \"web\": allow: \"10.0.0.300/8\": not an IPv4 or IPv6 address"}},
+    {"DenyBitsPastThePrefix", web("deny = [\"10.0.0.1/8\"]\n"),
+     {"t.toml:4: route \"web\": deny: \"10.0.0.1/8\": bits are set past the prefix length "
+      "(did you mean the network address?)"}},
+    {"DenyNotAnArray", web("deny = \"10.0.0.0/8\"\n"),
+     {"t.toml:4: route \"web\": deny must be an array of CIDR ranges such as [\"10.0.0.0/8\"], "
+      "not \"10.0.0.0/8\""}},
+    {"MaxConnectionsPerSourceNegative", web("max_connections_per_source = -1\n"),
+     {"t.toml:4: route \"web\": max_connections_per_source must be 0..4294967295, not -1"}},
+    {"ConnectionRateWithoutUnit", web("connection_rate_per_source = \"10\"\n"),
+     {"t.toml:4: route \"web\": connection_rate_per_source must be a rate such as \"10/s\" "
+      "(new connections per second), or 0, not \"10\""}},
+    {"ConnectionRateAnInteger", web("connection_rate_per_source = 10\n"),
+     {"t.toml:4: route \"web\": connection_rate_per_source must be a rate such as \"10/s\" "
+      "(new connections per second), or 0, not 10"}},
+    {"ConnectionBurstWithoutRate", web("connection_burst_per_source = 5\n"),
+     {"t.toml:4: route \"web\": connection_burst_per_source needs connection_rate_per_source "
+      "(the rate the bucket refills at)"}},
+    {"SourcePrefixV4TooLong", web("source_prefix_v4 = 33\n"),
+     {"t.toml:4: route \"web\": source_prefix_v4 must be 1..32, not 33"}},
+    {"SourcePrefixV6Zero", web("source_prefix_v6 = 0\n"),
+     {"t.toml:4: route \"web\": source_prefix_v6 must be 1..128, not 0"}},
+    {"EngineAllowBadCidr", engine("allow = [\"::1/129\"]\n"),
+     {"t.toml:2: [engine] allow: \"::1/129\": an IPv6 prefix has 0..128 bits"}},
+    {"SourceTableTooSmall", engine("source_table_size = 4\n"),
+     {"t.toml:2: [engine] source_table_size must be 8..16777216, not 4"}},
     {"OnMemberDownUnknown", web("on_member_down = \"reset\"\n"),
      {"t.toml:4: route \"web\": on_member_down must be keep or close, not \"reset\""}},
     {"SlowStartTooLong", web("slow_start = \"2h\"\n"),

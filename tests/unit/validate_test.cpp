@@ -101,6 +101,46 @@ TEST(Validate, ANegativeMaxDurationIsRefused) {
     EXPECT_THAT(validate(config), IsEmpty());
 }
 
+TEST(Validate, AccessListsMustBeCidrRangesInRoutesAndTheEngine) {
+    EngineConfig config = one_route();
+    config.routes[0].allow = {"127.0.0.0/8", "127.0.0.1/8"};
+    config.routes[0].deny = {"example.com"};
+    config.access.deny = {"::1/200"};
+    EXPECT_THAT(validate(config),
+                ElementsAre("route \"web\": allow: 127.0.0.1/8: bits are set past the prefix "
+                            "length (did you mean the network address?)",
+                            "route \"web\": deny: example.com: not an IPv4 or IPv6 address",
+                            "[engine] deny: ::1/200: an IPv6 prefix has 0..128 bits"));
+    config.routes[0].allow = {"127.0.0.0/8"};
+    config.routes[0].deny = {"127.0.0.2", "::/0"};
+    config.access.deny = {"::1/128"};
+    EXPECT_THAT(validate(config), IsEmpty());
+}
+
+TEST(Validate, PerSourceLimitsAreRefusedOutOfRange) {
+    EngineConfig config = one_route();
+    RouteConfig& route = config.routes[0];
+    route.connection_burst_per_source = 5;
+    route.source_prefix_v4 = 0;
+    route.source_prefix_v6 = 129;
+    route.max_connections_per_source = std::size_t{1} << 32;
+    config.access.source_table_size = 7;
+    EXPECT_THAT(validate(config),
+                ElementsAre("route \"web\": max_connections_per_source must be at most "
+                            "4294967295, not 4294967296",
+                            "route \"web\": connection_burst_per_source needs "
+                            "connection_rate_per_source (a burst of a rate that is not limited)",
+                            "route \"web\": source_prefix_v4 must be 1..32, not 0",
+                            "route \"web\": source_prefix_v6 must be 1..128, not 129",
+                            "source_table_size must be 8..16777216, not 7"));
+    route.max_connections_per_source = 5;
+    route.connection_rate_per_source = 10;
+    route.source_prefix_v4 = 24;
+    route.source_prefix_v6 = 48;
+    config.access.source_table_size = 8;
+    EXPECT_THAT(validate(config), IsEmpty());
+}
+
 TEST(Validate, InlineSplicesAndDirectDescriptorsOnCannotBeHadWithBulkPark) {
     EngineConfig config;
     config.experimental.bulk_park = std::chrono::milliseconds{20};

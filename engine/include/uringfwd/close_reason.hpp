@@ -41,7 +41,10 @@
     R(arg, ProxyUntrusted, proxy_untrusted,                                                        \
       "accept_proxy: the client is not in the route's trusted_sources")                            \
     R(arg, ProxyInvalid, proxy_invalid,                                                            \
-      "accept_proxy: the client did not start with a valid PROXY v1/v2 header")
+      "accept_proxy: the client did not start with a valid PROXY v1/v2 header")                    \
+    R(arg, Denied, denied, "the route's allow/deny lists do not let the client's address in")      \
+    R(arg, SourceLimit, source_limit,                                                              \
+      "the client's source was at max_connections_per_source or connection_rate_per_source")
 
 namespace uringfwd {
 

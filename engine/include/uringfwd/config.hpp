@@ -195,6 +195,23 @@ struct EngineConfig {
         std::chrono::milliseconds bulk_park{0};
     } experimental;
 
+    // Who may connect, for routes that set neither allow nor deny of their own
+    // (RouteConfig::allow, deny: CIDR ranges), and the bound of the per-source table.
+    struct Access {
+        std::vector<std::string> allow;
+        std::vector<std::string> deny;
+        // Entries of the one table every shard counts per-source limits in (routes
+        // with max_connections_per_source or connection_rate_per_source), allocated
+        // when a route first asks for it, about 80 bytes each (5 MiB at the default),
+        // kept across reloads. A flood of distinct sources cannot grow it: a new source
+        // takes the place of an idle one (counted as an eviction: it starts again with
+        // a full bucket), and when only sources with connections open are left in its
+        // bucket it is let in untracked (counted). Rounded up to a multiple of 8.
+        std::size_t source_table_size = 65536;
+        static constexpr std::size_t kMinSourceTableSize = 8;
+        static constexpr std::size_t kMaxSourceTableSize = std::size_t{1} << 24; // 1.3 GiB
+    } access;
+
     // Listening sockets made by someone else (systemd socket activation, the previous
     // process of a binary upgrade): what the binary fills in, most embedders never.
     struct Inherited {

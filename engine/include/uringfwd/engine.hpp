@@ -217,6 +217,9 @@ public:
     // on its own thread (they share nothing); returns once each has answered, a wake-up
     // and a few microseconds per shard. Empty once the engine has stopped.
     std::vector<RouteStats> route_stats() const;
+    // The per-source table's size and counts (routes with per-source limits). Reads
+    // every bucket under its lock: cheap enough for a scrape, not for a tight loop.
+    SourceTableStats source_table_stats() const;
 
     // Runtime control (uringfwd/runtime.hpp), without a reload. Thread-safe, from any
     // thread but a shard's own (an observer or a selector must not call them: each

@@ -220,6 +220,27 @@ struct RouteConfig {
     // Not for Engine::forward_pair: its upstream is the application's own connection.
     ProxyVersion send_proxy = ProxyVersion::Off;
 
+    // Who may connect (README "Access lists and per-source limits"): CIDR ranges as
+    // trusted_sources takes them, IPv4 and IPv6. Deny wins; with an allow list, every
+    // client it does not name is denied. With accept_proxy the address judged is the
+    // PROXY header's (from a trusted source). A client refused is reset before any
+    // upstream work (closed_denied). A route that sets neither list takes both of the
+    // engine's (EngineConfig::access), as nginx's allow/deny are inherited by a block
+    // with none of its own.
+    std::vector<std::string> allow;
+    std::vector<std::string> deny;
+    // How much one source may take, all shards together (one table for the engine,
+    // EngineConfig::access.source_table_size): open connections at most, and new
+    // connections per second (a token bucket of connection_burst_per_source, the rate
+    // when 0). A source is the client's address cut to source_prefix_v4/v6 bits (IPv4
+    // and IPv4-mapped clients by the first, IPv6 by the second). Over either limit the
+    // client is reset before any upstream work (closed_source_limit). 0: no limit.
+    std::size_t max_connections_per_source = 0;
+    unsigned connection_rate_per_source = 0;
+    unsigned connection_burst_per_source = 0;
+    unsigned source_prefix_v4 = 32; // 1..32
+    unsigned source_prefix_v6 = 64; // 1..128
+
     // Runtime control (uringfwd/runtime.hpp).
     OnMemberDown on_member_down = OnMemberDown::Keep;
     // A member that comes up (its health check passes again, passive health lets it

@@ -99,4 +99,15 @@ struct RouteStats {
     }
 };
 
+// The engine's per-source table (EngineConfig::access.source_table_size), all routes
+// together; zeros while no route has per-source limits. Engine::source_table_stats().
+struct SourceTableStats {
+    uint64_t capacity = 0;  // entries: the bound
+    uint64_t tracked = 0;   // sources counted now (entries with connections open or a
+                            // token bucket not yet full again)
+    uint64_t evictions = 0; // idle sources forgotten to make room for new ones
+    uint64_t untracked = 0; // clients let in uncounted: their bucket held only sources
+                            // with connections open
+};
+
 } // namespace uringfwd

@@ -5,6 +5,7 @@
 
 #include "net/socket_address.hpp"
 #include "routing/shared_limit.hpp"
+#include "routing/source_limits.hpp"
 #include "routing/tried_set.hpp"
 #include "shard/connection/conn_socket.hpp"
 #include "shard/directions/direction_state.hpp"
@@ -98,7 +99,10 @@ struct Connection {
     ShardRoute* route = nullptr; // lives at least as long as its connections
     bool route_counted = false;  // holds a unit of route->route.limit (SharedLimit)
     SocketUnits units;           // of the shard's socket budget (socket_units.hpp)
-    UpstreamAttempt attempt;     // the member chosen and connected to, the ones tried
+    // Its source's entry of the per-source table (source_gate.hpp), given back when it
+    // is finalized; none unless its route has max_connections_per_source.
+    SourceTable::Hold source_hold;
+    UpstreamAttempt attempt; // the member chosen and connected to, the ones tried
     // When a byte last moved either way (the shard's clock of its last batch).
     std::chrono::steady_clock::time_point last_active;
 

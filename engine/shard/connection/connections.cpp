@@ -69,6 +69,10 @@ int Connections::open(ShardRoute& r, WaitingClient&& client) {
 int Connections::choose_upstream(Connection& conn) {
     ShardRoute& r = *conn.route;
     conn.phase = Phase::Connecting;
+    if (const std::optional<CloseReason> refused = gate_.admit(conn)) {
+        close(conn, *refused); // reset before any upstream work
+        return 0;
+    }
     if (r.route.selector)
         fill_endpoints(conn);
     notify_open(conn);
@@ -258,6 +262,7 @@ void Connections::finalize(Connection& conn) {
     }
     ShardRoute& r = *conn.route;
     connector_.release_member(conn);
+    SourceGate::release(conn);
     --r.active;
     if (conn.route_counted)
         shard_.doorbells->give_back(*r.route.limit, static_cast<std::size_t>(shard_.shard_index));

@@ -8,6 +8,7 @@
 
 #include "shard/connection/connection.hpp"
 #include "shard/connection/connection_life.hpp"
+#include "shard/connection/source_gate.hpp"
 #include "shard/connection/upstream_connector.hpp"
 #include "shard/directions/directions.hpp"
 #include "shard/inspect/inspection.hpp"
@@ -35,7 +36,8 @@ public:
     using Room = std::function<void(ShardRoute&, SocketUnits)>;
     Connections(ShardContext& shard, Room room, RouteLookup route_at)
         : shard_(shard), room_(std::move(room)), directions_(shard),
-          connector_(shard, table_, *this), inspection_(shard, *this, std::move(route_at)) {}
+          connector_(shard, table_, *this), inspection_(shard, *this, std::move(route_at)),
+          gate_(shard) {}
 
     // A client of `route` was let in (WaitingClient: what it brings and holds): connect
     // it to a member of the route's pool, or forward at once to an upstream of the
@@ -122,6 +124,7 @@ private:
     ConnectionTable table_;
     UpstreamConnector connector_; // after table_: it holds a reference to it
     Inspection inspection_;
+    SourceGate gate_;     // allow/deny and per-source limits, before the upstream is chosen
     uint64_t opened_ = 0; // connections opened: the low bits of their ids
     LogThrottle table_full_log_;
 };
