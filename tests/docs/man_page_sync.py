@@ -206,6 +206,7 @@ ROUTE_FLAG_VALUES = {
     "--balance": "maglev", "--retries": "2", "--idle-timeout": "1m",
     "--max-connections": "5", "--connect-timeout": "1s", "--accept-proxy": None,
     "--trusted-sources": "10.0.0.0/8", "--send-proxy": "v1", "--inspect-timeout": "1s",
+    "--allow": "10.0.0.0/8", "--deny": "10.0.0.1",
 }
 
 

@@ -379,6 +379,28 @@ TEST(EdgeLimits, AFloodOfDistinctSourcesKeepsTheTableWithinItsBound) {
     EXPECT_EQ(upstream.accepted(), sources);
 }
 
+TEST(EdgeLimits, AllowAndDenyFlagsJudgeTheCommandLinesRoute) {
+    NamedServer upstream{'u'};
+    RunningBinary fwd =
+        start_binary("127.0.0.1:0", upstream.endpoint(),
+                     {"--shards", "1", "--allow", "127.0.0.0/24,::1/128", "--deny", "127.0.0.2"});
+    EXPECT_TRUE(served_from("127.0.0.3", fwd.endpoint, 1024)) << fwd.process->stderr_text();
+    EXPECT_TRUE(reset_from("127.0.0.2", fwd.endpoint)); // denied inside the allowed range
+    EXPECT_TRUE(reset_from("127.0.1.1", fwd.endpoint)); // outside it
+    EXPECT_EQ(upstream.accepted(), 1u);
+
+    // A range that is none is refused before anything is bound, naming the flag.
+    BinaryProcess bad{uring_fwd_binary(),
+                      {"--listen", "127.0.0.1:0", "--upstream", upstream.endpoint().to_string(),
+                       "--deny", "127.0.0.0/8,10.0.0.1/8"}};
+    const auto status = bad.wait_exit(Deadline{5s});
+    ASSERT_TRUE(status.has_value());
+    EXPECT_TRUE(status->exited && status->code != 0) << status->describe();
+    EXPECT_NE(bad.stderr_text().find("--deny: 10.0.0.1/8: bits are set past the prefix length"),
+              std::string::npos)
+        << bad.stderr_text();
+}
+
 TEST(EdgeLimits, CheckNamesTheLineOfABadCidrAndOfABadRate) {
     const ConfigFile file{"[[route]]\n"
                           "name = \"web\"\n"

@@ -6,7 +6,9 @@
 #include <fmt/format.h>
 
 #include <iterator>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace uringfwd::cli {
 namespace {
@@ -30,7 +32,23 @@ constexpr RouteFlag kRouteFlags[] = {
     {"--trusted-sources", "trusted_sources"},
     {"--send-proxy", "send_proxy"},
     {"--inspect-timeout", "inspect_timeout"},
+    {"--allow", "allow"},
+    {"--deny", "deny"},
 };
+
+// "10.0.0.0/8,::1/128" -> its CIDR ranges; fails naming `flag` and the entry that is none.
+std::vector<std::string> cidr_list(const char* flag, std::string_view rest) {
+    std::vector<std::string> out;
+    while (!rest.empty()) {
+        std::size_t comma = rest.find(',');
+        std::string one(rest.substr(0, comma));
+        rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+        if (const std::string error = cidr_problem(one); !error.empty())
+            fail(fmt::format("{}: {}: {}", flag, one, error));
+        out.push_back(std::move(one));
+    }
+    return out;
+}
 
 } // namespace
 
@@ -98,6 +116,12 @@ void add_route_flags(CLI::App& app, Flags& flags) {
                  kInspectTimeout);
     add_duration(app, "--connect-timeout", flags.connect_timeout,
                  "give up on an upstream connect after this long", kConnectTimeout);
+    app.add_option("--allow", flags.allow,
+                   "only clients in these ranges may connect, e.g. 10.0.0.0/8,2001:db8::/32 "
+                   "(with --accept-proxy: the PROXY header's address); others are reset");
+    app.add_option("--deny", flags.deny,
+                   "clients in these ranges are reset before any upstream work, e.g. "
+                   "192.0.2.0/24; deny wins over --allow");
 }
 
 EngineConfig config_from_flags(const CLI::App& app, const Flags& flags) {
@@ -132,17 +156,12 @@ EngineConfig config_from_flags(const CLI::App& app, const Flags& flags) {
     for (const char* needs_proxy : {"--trusted-sources", "--inspect-timeout"})
         if (app.count(needs_proxy) > 0 && !flags.accept_proxy)
             fail(fmt::format("{} needs --accept-proxy", needs_proxy));
-    if (app.count("--trusted-sources") > 0) {
-        std::string_view rest = flags.trusted_sources;
-        while (!rest.empty()) {
-            std::size_t comma = rest.find(',');
-            std::string one(rest.substr(0, comma));
-            rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-            if (const std::string error = cidr_problem(one); !error.empty())
-                fail(fmt::format("--trusted-sources: {}: {}", one, error));
-            route.trusted_sources.push_back(one);
-        }
-    }
+    if (app.count("--trusted-sources") > 0)
+        route.trusted_sources = cidr_list("--trusted-sources", flags.trusted_sources);
+    if (app.count("--allow") > 0)
+        route.allow = cidr_list("--allow", flags.allow);
+    if (app.count("--deny") > 0)
+        route.deny = cidr_list("--deny", flags.deny);
     config.routes = {route};
     apply_engine_flags(app, flags, config);
     return config;
