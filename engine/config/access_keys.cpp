@@ -11,17 +11,22 @@
 namespace uringfwd::config {
 namespace {
 
-void read_cidrs(TableReader& reader, std::string_view key, std::vector<std::string>& out) {
+constexpr std::string_view kRate = "a rate such as \"10/s\" (new connections per second), or 0";
+
+} // namespace
+
+void read_cidr_list(TableReader& reader, std::string_view key, std::vector<std::string>& out,
+                    std::string_view array_what, std::string_view item_what) {
     const toml::node* node = reader.get(key);
     if (node == nullptr)
         return;
     if (!node->is_array()) {
-        reader.wrong(key, *node, "an array of CIDR ranges such as [\"10.0.0.0/8\"]");
+        reader.wrong(key, *node, array_what);
         return;
     }
     for (const toml::node& one : *node->as_array()) {
         if (!one.is_string()) {
-            reader.wrong(key, one, "a CIDR range such as \"10.0.0.0/8\"");
+            reader.wrong(key, one, item_what);
             continue;
         }
         const std::string& text = one.as_string()->get();
@@ -32,10 +37,6 @@ void read_cidrs(TableReader& reader, std::string_view key, std::vector<std::stri
             reader.error(line_of(one), fmt::format("{}: {}: {}", key, quote_input(text), error));
     }
 }
-
-constexpr std::string_view kRate = "a rate such as \"10/s\" (new connections per second), or 0";
-
-} // namespace
 
 std::optional<unsigned> parse_connection_rate(std::string_view text) {
     constexpr std::string_view kPerSecond = "/s";
@@ -51,8 +52,10 @@ std::optional<unsigned> parse_connection_rate(std::string_view text) {
 
 void read_access_lists(TableReader& reader, std::vector<std::string>& allow,
                        std::vector<std::string>& deny) {
-    read_cidrs(reader, "allow", allow);
-    read_cidrs(reader, "deny", deny);
+    constexpr std::string_view kArray = "an array of CIDR ranges such as [\"10.0.0.0/8\"]";
+    constexpr std::string_view kItem = "a CIDR range such as \"10.0.0.0/8\"";
+    read_cidr_list(reader, "allow", allow, kArray, kItem);
+    read_cidr_list(reader, "deny", deny, kArray, kItem);
 }
 
 void read_source_limits(TableReader& reader, RouteConfig& route) {

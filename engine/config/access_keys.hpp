@@ -14,6 +14,12 @@
 
 namespace uringfwd::config {
 
+// An array of CIDR ranges at `key` (allow, deny, trusted_sources) into `out`: a range that
+// is none reported as "KEY: \"TEXT\": why" at its own line, a value of another type as
+// not `array_what` / `item_what`.
+void read_cidr_list(TableReader& reader, std::string_view key, std::vector<std::string>& out,
+                    std::string_view array_what, std::string_view item_what);
+
 // allow and deny: arrays of CIDR ranges, a bad entry reported at its own line.
 void read_access_lists(TableReader& reader, std::vector<std::string>& allow,
                        std::vector<std::string>& deny);

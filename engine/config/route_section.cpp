@@ -3,7 +3,6 @@
 #include "api/route_checks.hpp"
 #include "config/access_keys.hpp"
 #include "config/table_reader.hpp"
-#include "net/cidr.hpp"
 #include "routing/sni_router.hpp"
 #include "support/quote_input.hpp"
 #include "uringfwd/config_file.hpp"
@@ -273,13 +272,8 @@ void read_proxy_protocol(TableReader& reader, RouteConfig& route) {
         route.accept_proxy = *v;
     if (const auto v = reader.one_of("send_proxy", {"off", "v1", "v2"}))
         route.send_proxy = *parse_proxy_version(*v);
-    each_string(reader, "trusted_sources", [&](const std::string& text, std::size_t line) {
-        std::string error;
-        if (engine::Cidr::parse(text, error))
-            route.trusted_sources.push_back(text);
-        else
-            reader.error(line, fmt::format("trusted_sources: {}: {}", quote_input(text), error));
-    });
+    read_cidr_list(reader, "trusted_sources", route.trusted_sources, "an array of strings",
+                   "an array of strings");
     each_string(reader, "proxy_tlvs", [&](const std::string& text, std::size_t line) {
         if (auto type = parse_proxy_tlv_type(text))
             route.proxy_tlvs.push_back(*type);
