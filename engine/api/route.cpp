@@ -1,6 +1,7 @@
 #include "uringfwd/route.hpp"
 
 #include "net/cidr.hpp"
+#include "net/socket_controls.hpp"
 
 #include <utility>
 
@@ -80,6 +81,13 @@ std::string cidr_problem(std::string_view text) {
     if (engine::Cidr::parse(text, error))
         return {};
     return error.empty() ? std::string("not a CIDR range") : error;
+}
+
+std::string source_address_problem(std::string_view text) {
+    std::string error;
+    if (engine::parse_source_address(text, error))
+        return {};
+    return error;
 }
 
 } // namespace uringfwd

@@ -5,6 +5,7 @@
 #include "api/validate.hpp"
 
 #include "api/route_checks.hpp"
+#include "net/socket_controls.hpp"
 #include "uringfwd/route.hpp"
 
 #include <algorithm>
@@ -120,6 +121,8 @@ void check_route(const RouteConfig& rc, std::vector<std::string>& problems) {
         problem("max_duration must not be negative (0: no limit)");
     check_access_lists(rc.allow, rc.deny, problem);
     check_source_limits(rc, problem);
+    for (const std::string& control : engine::socket_control_problems(rc))
+        problem(control);
     // One series per member label in the metrics (RouteStats): two alike would be two
     // samples of one series.
     std::set<std::string> labels;

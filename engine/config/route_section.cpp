@@ -2,6 +2,7 @@
 
 #include "api/route_checks.hpp"
 #include "config/access_keys.hpp"
+#include "config/socket_controls_section.hpp"
 #include "config/table_reader.hpp"
 #include "routing/sni_router.hpp"
 #include "support/quote_input.hpp"
@@ -203,6 +204,10 @@ UpstreamMember read_upstream(const toml::table& table, const std::string& contex
         member.send_proxy = parse_proxy_version(*v);
     if (const auto v = reader.duration("slow_start", 0us, microseconds{1h}))
         member.slow_start = duration_cast<milliseconds>(*v);
+    read_source(reader, member.source);
+    if (!member.source.empty() && member.address.is_unix())
+        reader.error(line_of(*reader.get("source")),
+                     "source is for TCP upstreams, not a Unix socket");
     reader.report_unknown_keys();
     return member;
 }
@@ -396,6 +401,7 @@ ParsedRoute read_route(const toml::table& table, std::size_t index, ErrorList& e
     read_health_check(reader, context, errors, pool.health_check);
     read_passive_health(reader, context, errors, pool.passive);
     read_member_lifecycle(reader, out.route);
+    read_socket_controls(reader, context, errors, out.route);
 
     reader.report_unknown_keys();
     return out;

@@ -99,6 +99,20 @@ bool set_no_delay(int fd) {
     return enable(fd, IPPROTO_TCP, TCP_NODELAY) == 0;
 }
 
+std::string mark_problem(uint32_t mark) {
+    UniqueFd probe(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!probe.valid()) // a host without IPv4
+        probe.reset(::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!probe.valid())
+        return fmt::format("cannot open a socket to try SO_MARK on: {}", std::strerror(errno));
+    const int value = static_cast<int>(mark);
+    if (::setsockopt(probe.get(), SOL_SOCKET, SO_MARK, &value, sizeof(value)) == 0)
+        return {};
+    const int err = errno;
+    return fmt::format("setsockopt(SO_MARK): {}{}", std::strerror(err),
+                       err == EPERM ? "; it needs CAP_NET_ADMIN (or CAP_NET_RAW)" : "");
+}
+
 void set_reset_on_close(int fd) {
     linger lin{1, 0};
     ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &lin, sizeof(lin));

@@ -8,6 +8,8 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
+
 #include <optional>
 #include <string>
 
@@ -50,6 +52,11 @@ UniqueFd open_stream_socket(const SocketAddress& address);
 // forwarder must not add Nagle delay to request/response traffic. No-op on Unix sockets.
 // Whether it could be set (a TCP socket).
 bool set_no_delay(int fd);
+
+// Whether this process may set SO_MARK to `mark` (it needs CAP_NET_ADMIN or CAP_NET_RAW): tried
+// once on a socket of its own. "" when it may, else why not ("setsockopt(SO_MARK): Operation not
+// permitted; it needs CAP_NET_ADMIN (or CAP_NET_RAW)").
+std::string mark_problem(uint32_t mark);
 
 // Makes close() send RST instead of FIN (SO_LINGER {1, 0}), so the peer learns the
 // stream was cut rather than ended.

@@ -119,6 +119,15 @@ void set_edge_rules(const EngineConfig& config, const RouteConfig& rc, Route& ro
     route.source_route = mix64(fnv1a64(rc.name));
 }
 
+// route_problems() refused any that is no IP literal.
+std::vector<SocketAddress> source_addresses(const std::vector<std::string>& texts) {
+    std::vector<SocketAddress> out;
+    std::string error;
+    for (const std::string& text : texts)
+        out.push_back(parse_source_address(text, error).value());
+    return out;
+}
+
 } // namespace
 
 std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config, std::size_t shards,
@@ -139,6 +148,15 @@ std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config, std::s
         route.proxy_tlvs = rc.proxy_tlvs;
         route.send_proxy = rc.send_proxy;
         route.on_member_down = rc.on_member_down;
+        route.client_options = family_options(client_controls(rc));
+        route.upstream_options = family_options(upstream_controls(rc));
+        route.source = source_addresses(rc.source);
+        if (rc.mark) {
+            // Found once here rather than as one failed setsockopt per connection.
+            if (const std::string why = mark_problem(*rc.mark); !why.empty())
+                throw std::runtime_error(
+                    fmt::format("route \"{}\": mark = {}: {}", rc.name, *rc.mark, why));
+        }
         for (const std::string& text : rc.trusted_sources) {
             std::string error;
             // value(): route_problems() refused a range that does not parse.
@@ -173,6 +191,7 @@ std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config, std::s
                 member.address = resolve_upstream(m.address);
                 member.name = std::move(label);
                 member.send_proxy = m.send_proxy.value_or(rc.send_proxy);
+                member.source = m.source.empty() ? route.source : source_addresses(m.source);
                 route.members.push_back(std::move(member));
             } catch (const std::exception& e) {
                 throw std::runtime_error(fmt::format("route \"{}\": {}", rc.name, e.what()));
@@ -181,6 +200,7 @@ std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config, std::s
             const MemberRoute* kept = member_named(before, added.name);
             added.limit = limit_for(kept ? &kept->limit : nullptr, m.max_connections, shards);
             added.slow_start = m.slow_start.value_or(rc.slow_start);
+            route.plain_upstreams = route.plain_upstreams || !added.source.empty();
             if (kept != nullptr)
                 added.ramp_from = kept->ramp_from; // a ramp under way goes on
             else if (before != nullptr)

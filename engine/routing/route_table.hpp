@@ -6,6 +6,7 @@
 #include "health/health_checker.hpp"
 #include "net/cidr.hpp"
 #include "net/socket_address.hpp"
+#include "net/socket_controls.hpp"
 #include "net/sockets.hpp"
 #include "routing/access_list.hpp"
 #include "routing/shared_limit.hpp"
@@ -38,6 +39,9 @@ struct MemberRoute {
     std::optional<unsigned> runtime_weight; // set at runtime, over pool.members' weight
     std::chrono::milliseconds slow_start{0};
     std::chrono::steady_clock::time_point ramp_from{};
+    // Where its connections are bound before connecting: its own source addresses, or
+    // the route's (RouteConfig::source); empty: the kernel chooses.
+    std::vector<SocketAddress> source;
 };
 
 // A listen address of a route, resolved, with how its socket is set up (user and
@@ -74,6 +78,15 @@ struct Route {
     // source_route, its name hashed (the same after a reload, so counts go on).
     SourceRule source_rule;
     uint64_t source_route = 0;
+    // Socket controls (RouteConfig) as the options set on each socket. Made once here,
+    // where they outlive every connection of the route: a setsockopt through the ring
+    // reads its value after the call that submitted it has returned.
+    FamilyOptions client_options;
+    FamilyOptions upstream_options;
+    std::vector<SocketAddress> source; // for an address the selector chose
+    // It or a member has a source: its upstream sockets are plain fds even with direct
+    // descriptors (UpstreamConnector::connect_to()), and count against the fd limit.
+    bool plain_upstreams = false;
 };
 
 // One listen address and the routes that share it (most often one).

@@ -179,6 +179,7 @@ void Shard::on_shard_op(const OpTag& t, const uring::Completion& c) {
     case Op::HalfClose:
     case Op::InstallFd:
     case Op::MemberWait:
+    case Op::SocketControl:
     case Op::Count:
         break;
     }
@@ -242,6 +243,7 @@ void Shard::on_listener_op(const OpTag& t, const uring::Completion& c) {
     case Op::HalfClose:
     case Op::InstallFd:
     case Op::MemberWait:
+    case Op::SocketControl:
     case Op::Count:
         break;
     }

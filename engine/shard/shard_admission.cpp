@@ -10,8 +10,10 @@ namespace uringfwd::engine {
 void Shard::open_connection(Listener& listener, int client_fd, bool fd_unit_taken) {
     ShardRoute& route = *routes_[listener.route()];
     // A plain fd takes a unit of the fd limit's connections, a slot (or a plain client
-    // whose upstream goes into a slot) one of the file table's.
-    SocketUnits units = take_units(!listener.direct(), /*slot=*/true, fd_unit_taken);
+    // whose upstream goes into a slot) one of the file table's; an upstream bound to a
+    // source address is a plain fd whatever the client is (Route::plain_upstreams).
+    SocketUnits units = take_units(!listener.direct() || route.route.plain_upstreams,
+                                   /*slot=*/true, fd_unit_taken);
     WaitingClient client{
         .client = listener.direct() ? UnservedSocket::in_slot(client_fd, slot_closer_)
                                     : UnservedSocket::plain(client_fd),

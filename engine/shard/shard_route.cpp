@@ -35,8 +35,8 @@ ShardRoute::ShardRoute(const Route& r, std::shared_ptr<const RouteTable> t, std:
     : table(std::move(t)), route(r), shard(shard_index),
       pool(with_passive_health_where_useful(r.pool), member_keys(r), member_limits(r)),
       inspectors(make_inspectors(r)), connects(r.members.size(), 0), failures(r.members.size(), 0),
-      failures_by(r.members.size()), member_bytes_to_upstream(r.members.size(), 0),
-      member_bytes_to_client(r.members.size(), 0) {
+      source_turns(r.members.size() + 1, 0), failures_by(r.members.size()),
+      member_bytes_to_upstream(r.members.size(), 0), member_bytes_to_client(r.members.size(), 0) {
     for (std::size_t m = 0; m < r.members.size(); ++m) {
         const MemberRoute& member = r.members[m];
         pool.set_slow_start(m, member.slow_start);

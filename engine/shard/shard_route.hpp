@@ -78,6 +78,9 @@ struct ShardRoute {
     std::array<uint64_t, kCloseReasonCount> closed{};
     std::vector<uint64_t> connects; // per member: connects that succeeded
     std::vector<uint64_t> failures; // per member: connects that failed
+    // Per member, and one more for the selector's addresses: whose turn it is among the
+    // source addresses (RouteConfig::source), round-robin.
+    std::vector<uint64_t> source_turns;
     // per member: failures by ConnectFailure
     std::vector<std::array<uint64_t, kConnectFailureCount>> failures_by;
     // Bytes of closed connections: of the route, and per member (the member the

@@ -7,48 +7,16 @@
 
 #include <gtest/gtest.h>
 
-#include <dirent.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
-#include <cstdlib>
-#include <cstring>
 #include <optional>
 
 namespace uringfwd::test {
 namespace {
 
 using namespace std::chrono_literals;
-
-bool same_address(const sockaddr_storage& a, socklen_t alen, const sockaddr_storage& b,
-                  socklen_t blen) {
-    return alen == blen && std::memcmp(&a, &b, alen) == 0;
-}
-
-// The fd of this process whose peer is `peer_fd` (the one at the other end of it).
-std::optional<int> fd_connected_to(int peer_fd) {
-    sockaddr_storage want{};
-    socklen_t want_len = sizeof(want);
-    if (::getsockname(peer_fd, reinterpret_cast<sockaddr*>(&want), &want_len) != 0)
-        return std::nullopt;
-    DIR* dir = ::opendir("/proc/self/fd");
-    if (dir == nullptr)
-        return std::nullopt;
-    std::optional<int> found;
-    while (dirent* entry = ::readdir(dir)) {
-        int fd = std::atoi(entry->d_name);
-        if (entry->d_name[0] == '.' || fd == peer_fd)
-            continue;
-        sockaddr_storage peer{};
-        socklen_t len = sizeof(peer);
-        if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) == 0 &&
-            same_address(peer, len, want, want_len))
-            found = fd;
-    }
-    ::closedir(dir);
-    return found;
-}
 
 int no_delay(int fd) {
     int value = -1;

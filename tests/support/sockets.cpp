@@ -1,6 +1,7 @@
 #include "tests/support/sockets.hpp"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -13,6 +14,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fmt/core.h>
 #include <fstream>
@@ -340,6 +342,37 @@ void abortive_close(UniqueFd& fd) {
     linger lg{1, 0};
     ::setsockopt(fd.get(), SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
     fd.reset();
+}
+
+namespace {
+bool same_address(const sockaddr_storage& a, socklen_t alen, const sockaddr_storage& b,
+                  socklen_t blen) {
+    return alen == blen && std::memcmp(&a, &b, alen) == 0;
+}
+
+} // namespace
+
+std::optional<int> fd_connected_to(int peer_fd) {
+    sockaddr_storage want{};
+    socklen_t want_len = sizeof(want);
+    if (::getsockname(peer_fd, reinterpret_cast<sockaddr*>(&want), &want_len) != 0)
+        return std::nullopt;
+    DIR* dir = ::opendir("/proc/self/fd");
+    if (dir == nullptr)
+        return std::nullopt;
+    std::optional<int> found;
+    while (dirent* entry = ::readdir(dir)) {
+        int fd = std::atoi(entry->d_name);
+        if (entry->d_name[0] == '.' || fd == peer_fd)
+            continue;
+        sockaddr_storage peer{};
+        socklen_t len = sizeof(peer);
+        if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) == 0 &&
+            same_address(peer, len, want, want_len))
+            found = fd;
+    }
+    ::closedir(dir);
+    return found;
 }
 
 } // namespace uringfwd::test

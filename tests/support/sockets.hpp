@@ -7,6 +7,7 @@
 #include "tests/support/unique_fd.hpp"
 #include "uringfwd/endpoint.hpp"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,10 @@ uint16_t free_port();
 
 // Whether a socket can be bound to [::1] here (IPv6 may be disabled in containers).
 bool ipv6_loopback_available();
+
+// The fd of this process connected to `peer_fd` (its peer is peer_fd's own address): an
+// in-process engine's socket on plain fds, found through /proc/self/fd.
+std::optional<int> fd_connected_to(int peer_fd);
 
 // shutdown(SHUT_WR), ignoring ENOTCONN (the peer may already have reset).
 void shutdown_write(int fd);

@@ -59,6 +59,19 @@ enum class OnMemberDown {
 std::string_view to_string(OnMemberDown what); // "keep", "close"
 std::optional<OnMemberDown> parse_on_member_down(std::string_view text);
 
+// TCP keepalive on a connection's socket (SO_KEEPALIVE): after `idle` without a byte
+// either way the kernel probes the peer every `interval`, and gives the connection up
+// (a reset, the other side closed) after `count` probes unanswered. A field left unset
+// keeps the kernel's default (net.ipv4.tcp_keepalive_time, _intvl, _probes: 7200 s,
+// 75 s, 9). The kernel takes 1..32767 s for idle and interval and 1..127 probes
+// (include/net/tcp.h MAX_TCP_KEEPIDLE, MAX_TCP_KEEPINTVL, MAX_TCP_KEEPCNT).
+struct TcpKeepalive {
+    std::optional<std::chrono::seconds> idle;     // TCP_KEEPIDLE
+    std::optional<std::chrono::seconds> interval; // TCP_KEEPINTVL
+    std::optional<unsigned> count;                // TCP_KEEPCNT
+    bool operator==(const TcpKeepalive&) const = default;
+};
+
 struct UpstreamMember {
     Endpoint address;    // a host name is resolved at start (and every resolve_interval)
     unsigned weight = 1; // 1..1000
@@ -78,6 +91,9 @@ struct UpstreamMember {
     std::string name = {};
     // Its own slow start, overriding the route's (RouteConfig::slow_start).
     std::optional<std::chrono::milliseconds> slow_start = std::nullopt;
+    // Source addresses of the connections to this member, replacing the route's
+    // (RouteConfig::source) when not empty.
+    std::vector<std::string> source = {};
 };
 
 // Active health check: a TCP connect to each member every `interval`, run once per
@@ -249,6 +265,45 @@ struct RouteConfig {
     // linearly, over this long. 0: at once. Not for Maglev (refused): a lookup table
     // has no weight to ramp.
     std::chrono::milliseconds slow_start{0};
+
+    // Socket controls (README "Socket controls"), set on each connection's sockets: the
+    // client's right after its accept, the upstream's before its connect (so the SYN
+    // already carries the mark and TOS). A value the socket refuses (it cannot happen
+    // with validated values, short of a missing capability) is logged and the
+    // connection goes on without it.
+    // SO_KEEPALIVE and its timing; unset: no keepalive probes (the kernel's default).
+    std::optional<TcpKeepalive> client_keepalive;
+    std::optional<TcpKeepalive> upstream_keepalive;
+    // TCP_USER_TIMEOUT: data unacknowledged this long (or keepalive probes unanswered,
+    // with keepalive) gives the connection up. Whole milliseconds, 0..2^31-1 ms (the
+    // kernel's int); 0: the kernel's retransmission rules alone.
+    std::chrono::milliseconds client_user_timeout{0};
+    std::chrono::milliseconds upstream_user_timeout{0};
+    // SO_MARK on upstream sockets (policy routing, netfilter): needs CAP_NET_ADMIN (or,
+    // since Linux 5.17, CAP_NET_RAW: net/core/sock.c sk_setsockopt()), which
+    // Engine::start() and reconfigure() find missing by setting it once on a socket of
+    // their own, before any connection (a clear error, never one failed connect each).
+    std::optional<uint32_t> mark;
+    // The TOS byte (DSCP << 2 | ECN) of upstream sockets, 0..255: IP_TOS on IPv4,
+    // IPV6_TCLASS on IPv6. The kernel keeps the ECN bits of TCP sockets its own.
+    std::optional<unsigned> tos;
+    // Source addresses for upstream connections, IP literals ("192.0.2.10", "2001:db8::7"):
+    // each upstream socket is bound to one before its connect, with
+    // IP_BIND_ADDRESS_NO_PORT so the kernel still picks the port at connect (per
+    // destination, not one port per source across every upstream). Several spread the
+    // connections over them, round-robin per connection (per shard): one upstream then
+    // takes more connections than one address's ephemeral ports allow. Only those of the
+    // upstream's family are used, and a member left with none fails its connects (an
+    // IPv4 upstream needs an IPv4 source). A bind that fails (the address is not on this
+    // host) fails that connect attempt as a refused connect would: counted, failed over.
+    // No io_uring bind for a socket in the ring's file table on this liburing: with a
+    // source, upstream sockets are plain fds even with direct descriptors (docs/kernel.md
+    // §11). A member's own list replaces this one (UpstreamMember::source).
+    std::vector<std::string> source;
 };
+
+// Why `text` is not a source address as RouteConfig::source takes them (an IPv4 or IPv6
+// literal without a port), or "" when it is one.
+std::string source_address_problem(std::string_view text);
 
 } // namespace uringfwd

@@ -26,6 +26,10 @@ public:
     virtual void left_route(ShardRoute& route) = 0;
     // No slot of the registered file table was to be had for `what`: counted, logged.
     virtual void table_full(const char* what) = 0;
+    // A socket control (socket_controls.hpp) the socket of `side` (ToUpstream: the
+    // client's) refused with `error`: logged, throttled; the connection goes on.
+    virtual void socket_control_failed(Connection& conn, Side side, std::string_view what,
+                                       int error) = 0;
 
 protected:
     ~ConnectionLife() = default;

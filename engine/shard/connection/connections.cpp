@@ -51,6 +51,7 @@ int Connections::open(ShardRoute& r, WaitingClient&& client) {
     bump(counters.active);
     if (client.set_no_delay)
         no_delay(shard_.io, conn, conn.client);
+    set_client_controls(conn);
     if (client.upstream.valid()) { // connected by the caller: forward at once
         notify_open(conn);
         client.upstream.serve_into(conn.upstream);
@@ -108,6 +109,14 @@ void Connections::on_completion(const OpTag& t, const uring::Completion& c) {
         break;
     case Op::SocketOpt:
         --conn.socket_ops;
+        break;
+    case Op::SocketControl:
+        --conn.socket_ops;
+        if (c.result < 0)
+            socket_control_failed(conn, t.side,
+                                  "a socket control (keepalive, user timeout, "
+                                  "mark or tos)",
+                                  -c.result);
         break;
     case Op::CloseFile:
         --conn.socket_ops;

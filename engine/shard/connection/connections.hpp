@@ -95,6 +95,11 @@ private:
     void left_route(ShardRoute& route) override { room_(route, {}); }
     // direct_sockets.cpp: sockets in slots of the file table.
     void table_full(const char* what) override;
+    // socket_controls.cpp: the route's client_keepalive and client_user_timeout on the
+    // client's socket; an option a socket refused, logged (throttled).
+    void set_client_controls(Connection& conn);
+    void socket_control_failed(Connection& conn, Side side, std::string_view what,
+                               int error) override;
 
     // connection_records.cpp: what the observer sees (observer.hpp).
     void notify_open(Connection& conn);
@@ -127,6 +132,7 @@ private:
     SourceGate gate_;     // allow/deny and per-source limits, before the upstream is chosen
     uint64_t opened_ = 0; // connections opened: the low bits of their ids
     LogThrottle table_full_log_;
+    LogThrottle socket_control_log_;
 };
 
 } // namespace uringfwd::engine

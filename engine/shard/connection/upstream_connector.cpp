@@ -6,9 +6,11 @@
 #include "net/sockets.hpp"
 #include "routing/name_refresher.hpp"
 #include "shard/connection/direct_sockets.hpp"
+#include "shard/connection/socket_controls.hpp"
 #include "shard/inspect/client_addresses.hpp"
 #include "shard/listener.hpp"
 
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -138,7 +140,11 @@ int UpstreamConnector::connect_to(Connection& conn, const SocketAddress& address
     conn.attempt.connect_target = &address;
     conn.attempt.connect_name = name;
     conn.attempt.connect_limit = limit;
-    if (shard_.direct) {
+    const std::vector<SocketAddress>* sources = sources_for(conn, address);
+    // A socket bound to a source is a plain fd, direct descriptors or not: the liburing
+    // this builds with has no io_uring_prep_bind (IORING_OP_BIND, 6.11) to bind a slot,
+    // and a slot has no fd for bind(2) (docs/kernel.md §11).
+    if (shard_.direct && sources == nullptr) {
         // Into a slot of the file table: the socket completes (Op::Socket) before it
         // can be connected, see on_socket().
         shard_.io.socket_direct(conn.in_flight, conn.tag(Op::Socket), address.family());
@@ -155,13 +161,67 @@ int UpstreamConnector::connect_to(Connection& conn, const SocketAddress& address
         life_.close(conn, CloseReason::LocalError);
         return err;
     }
+    if (sources != nullptr && !bind_source(conn, *sources))
+        return 0;
     start_connect(conn);
     return 0;
 }
 
+const std::vector<SocketAddress>*
+UpstreamConnector::sources_for(const Connection& conn, const SocketAddress& address) const {
+    const Route& route = conn.route->route;
+    const std::vector<SocketAddress>& sources =
+        conn.attempt.member >= 0
+            ? route.members[static_cast<std::size_t>(conn.attempt.member)].source
+            : route.source;
+    if (sources.empty() || address.family() == AF_UNIX)
+        return nullptr;
+    return &sources;
+}
+
+bool UpstreamConnector::bind_source(Connection& conn, const std::vector<SocketAddress>& sources) {
+    ShardRoute& r = *conn.route;
+    const SocketAddress& target = *conn.attempt.connect_target;
+    // Round-robin per member (the selector's addresses take the last turn counter), so
+    // each member's connections spread over every source.
+    const std::size_t counter = conn.attempt.member >= 0
+                                    ? static_cast<std::size_t>(conn.attempt.member)
+                                    : r.route.members.size();
+    const uint64_t turn = counter < r.source_turns.size() ? r.source_turns[counter]++ : 0;
+    const SocketAddress* source = pick_source(sources, target.family(), turn);
+    int err = EAFNOSUPPORT; // none of the upstream's family
+    if (source != nullptr) {
+        // Without it bind() would take a port for the source address alone, one of its
+        // ephemeral ports per connection whatever the destination; with it the port is
+        // chosen at connect, per destination (net/ipv4/inet_hashtables.c
+        // __inet_hash_connect), so a source holds ~28k connections to each upstream.
+        const int one = 1;
+        ::setsockopt(conn.upstream.fd(), IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
+        err = ::bind(conn.upstream.fd(), source->get(), source->length) == 0 ? 0 : errno;
+    }
+    if (err == 0)
+        return true;
+    if (source_log_.allow(LogThrottle::Clock::now()))
+        shard_.log.warn("route \"{}\": cannot bind the socket to upstream {} to source {} ({}); "
+                        "the attempt fails as a refused connect would{}",
+                        r.route.name, conn.attempt.connect_name,
+                        source != nullptr ? to_endpoint(*source).host : std::string("address"),
+                        source != nullptr ? std::strerror(err)
+                                          : "no source address of the upstream's family",
+                        suppressed_note(source_log_.suppressed()));
+    connect_failed(conn, -err);
+    return false;
+}
+
 void UpstreamConnector::start_connect(Connection& conn) {
-    if (conn.attempt.connect_target->family() != AF_UNIX)
+    const int family = conn.attempt.connect_target->family();
+    if (family != AF_UNIX)
         no_delay(shard_.io, conn, conn.upstream);
+    // Before the connect, so the SYN already carries the mark and the TOS.
+    OptionFailure failed = set_options(shard_.io, conn, conn.upstream, Side::ToClient,
+                                       conn.route->route.upstream_options.of(family));
+    if (failed.option != nullptr)
+        life_.socket_control_failed(conn, Side::ToClient, failed.option->what, failed.error);
     shard_.io.connect_with_timeout(conn.in_flight, conn.tag(Op::Connect),
                                    conn.tag(Op::ConnectTimeout), conn.upstream.ref(),
                                    *conn.attempt.connect_target, conn.attempt.connect_limit);

@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace uringfwd::engine {
 
@@ -64,7 +65,15 @@ private:
     // One connect attempt to `address` (`name` for log lines) within `limit`.
     int connect_to(Connection& conn, const SocketAddress& address, const std::string& name,
                    std::chrono::milliseconds limit);
-    // The upstream socket is open (plain or a slot): connect it.
+    // The source addresses the connection's upstream socket is bound to before its
+    // connect to `address` (the member's, or the route's for the selector's address);
+    // null when it is not bound (none configured, or a Unix upstream).
+    const std::vector<SocketAddress>* sources_for(const Connection& conn,
+                                                  const SocketAddress& address) const;
+    // Binds the plain upstream socket to the next of `sources` of its family. False when
+    // that failed: the attempt has failed then, as a refused connect does.
+    bool bind_source(Connection& conn, const std::vector<SocketAddress>& sources);
+    // The upstream socket is open (plain or a slot): its socket controls, then connect.
     void start_connect(Connection& conn);
     void connect_failed(Connection& conn, int result);
     // Every member the connection may try has failed: log it and reset the client.
@@ -79,6 +88,7 @@ private:
     std::deque<std::pair<uint32_t, uint32_t>> member_waiters_;
     bool member_room_ = false; // a member's unit given back here: look at the waiters
     LogThrottle upstream_failure_log_;
+    LogThrottle source_log_;
 };
 
 } // namespace uringfwd::engine

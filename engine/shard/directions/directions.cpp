@@ -73,6 +73,7 @@ Outcome Directions::on_completion(Connection& conn, Side side, Op op, const urin
     case Op::HalfClose:
     case Op::InstallFd:
     case Op::MemberWait:
+    case Op::SocketControl:
     case Op::Count:
         break;
     }

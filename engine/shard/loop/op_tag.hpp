@@ -68,6 +68,10 @@ enum class Op : uint8_t {
     // Timer: a connection waiting for a member with room (every member it may go to is
     // at its max_connections) gives up at its connect deadline.
     MemberWait,
+    // A socket control (RouteConfig: keepalive, user timeout, mark, tos) set through the
+    // ring on a slot; side: whose socket (ToUpstream: the client's, as for InstallFd).
+    // Its own op, not SocketOpt, so that a failure is told apart from a shutdown's.
+    SocketControl,
     // Not an operation (keep it last): one past the largest, for the static_assert
     // below. The dispatch switches list it with the operations that are not theirs.
     Count,
