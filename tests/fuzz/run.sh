@@ -58,7 +58,8 @@ declare -A sources=(
               engine/api/data_path.cpp engine/api/route.cpp engine/support/log_level.cpp
               engine/net/cidr.cpp engine/routing/sni_router.cpp engine/api/operations.cpp
               engine/net/socket_address.cpp engine/platform/accounts.cpp
-              engine/api/runtime_names.cpp engine/api/validate.cpp"
+              engine/api/runtime_names.cpp engine/api/validate.cpp
+              engine/net/socket_controls.cpp"
     [client_hello]="engine/protocol/client_hello.cpp"
     [control]="engine/cli/control/command.cpp engine/cli/control/line_buffer.cpp
                engine/config/closest_name.cpp engine/support/quote_input.cpp"
