@@ -17,6 +17,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -207,21 +209,17 @@ TEST(ProxyProtocolInterop, UringFwdSendsAndNginxStreamSeesTheRealClient) {
         SCOPED_TRACE(std::string(to_string(version)));
         ScratchDir dir(std::string("nginx-") + std::string(to_string(version)));
         uint16_t port = free_port();
-        std::string config = std::string("load_module ") + kNginxStream +
-                             ";\n"
-                             "daemon off;\nmaster_process off;\n"
-                             "pid " +
-                             dir.path() +
-                             "/nginx.pid;\n"
-                             "error_log " +
-                             dir.path() +
-                             "/error.log info;\n"
-                             "events { worker_connections 64; }\n"
-                             "stream {\n  server {\n    listen 127.0.0.1:" +
-                             std::to_string(port) +
-                             " proxy_protocol;\n"
-                             "    return \"$proxy_protocol_addr:$proxy_protocol_port\\n\";\n"
-                             "  }\n}\n";
+        // fmt::format, not a chain of operator+ (see tests/pch/tests_pch.hpp).
+        const std::string config = fmt::format(
+            "load_module {};\n"
+            "daemon off;\nmaster_process off;\n"
+            "pid {}/nginx.pid;\n"
+            "error_log {}/error.log info;\n"
+            "events {{ worker_connections 64; }}\n"
+            "stream {{\n  server {{\n    listen 127.0.0.1:{} proxy_protocol;\n"
+            "    return \"$proxy_protocol_addr:$proxy_protocol_port\\n\";\n"
+            "  }}\n}}\n",
+            kNginxStream, dir.path(), dir.path(), port);
         std::string path = dir.file("nginx.conf", config);
         BinaryProcess nginx(kNginx,
                             {"-p", dir.path(), "-e", dir.path() + "/error.log", "-c", path});

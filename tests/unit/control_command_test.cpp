@@ -187,7 +187,9 @@ TEST(ControlLineBuffer, ALineWithoutEndIsTooLongAtTheCap) {
     EXPECT_FALSE(b.take_line().has_value());
     // The longest line that fits: kMaxLineBytes with its newline.
     LineBuffer fits;
-    fits.append(std::string(kMaxLineBytes - 1, 'y') + "\n");
+    std::string longest(kMaxLineBytes - 1, 'y');
+    longest.push_back('\n'); // not operator+ (see tests/pch/tests_pch.hpp)
+    fits.append(longest);
     EXPECT_FALSE(fits.too_long());
     EXPECT_EQ(fits.take_line()->size(), kMaxLineBytes - 1);
 }
