@@ -208,6 +208,12 @@ UpstreamMember read_upstream(const toml::table& table, const std::string& contex
     if (!member.source.empty() && member.address.is_unix())
         reader.error(line_of(*reader.get("source")),
                      "source is for TCP upstreams, not a Unix socket");
+    if (const auto v = reader.boolean("mptcp")) {
+        member.mptcp = *v;
+        if (*v && member.address.is_unix())
+            reader.error(line_of(*reader.get("mptcp")),
+                         "mptcp is for TCP upstreams, not a Unix socket");
+    }
     reader.report_unknown_keys();
     return member;
 }
@@ -380,6 +386,8 @@ ParsedRoute read_route(const toml::table& table, std::size_t index, ErrorList& e
         out.route.max_connections = static_cast<std::size_t>(*v);
     if (const auto v = reader.boolean("dual_stack"))
         out.route.dual_stack = *v;
+    if (const auto v = reader.boolean("mptcp"))
+        out.route.mptcp = *v;
     if (const auto v = reader.duration("idle_timeout", 0us, std::nullopt))
         out.route.idle_timeout = duration_cast<milliseconds>(*v);
     if (const auto v = reader.duration("max_duration", 0us, std::nullopt))

@@ -43,7 +43,10 @@ ListeningSocket open_listener(const SocketAddress& address, const ListenSocketOp
         return fail_with(err, what);
     };
     ListeningSocket out;
-    out.fd.reset(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (options.mptcp && address.family() != AF_UNIX)
+        out.fd = open_mptcp_socket(address, out.mptcp_fallback);
+    else
+        out.fd.reset(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (!out.fd)
         return fail("socket: ");
     const int fd = out.fd.get();
@@ -93,6 +96,21 @@ ListeningSocket open_listener(const SocketAddress& address, const ListenSocketOp
 
 UniqueFd open_stream_socket(const SocketAddress& address) {
     return UniqueFd(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+}
+
+bool is_mptcp_missing(int err) {
+    return err == EPROTONOSUPPORT || err == ENOPROTOOPT;
+}
+
+UniqueFd open_mptcp_socket(const SocketAddress& address, std::string& fallback) {
+    constexpr int kType = SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC;
+    UniqueFd fd(::socket(address.family(), kType, IPPROTO_MPTCP));
+    if (fd.valid() || !is_mptcp_missing(errno))
+        return fd;
+    fallback = fmt::format("socket(IPPROTO_MPTCP): {}{}", std::strerror(errno),
+                           errno == ENOPROTOOPT ? " (net.mptcp.enabled = 0)"
+                                                : " (a kernel without MPTCP)");
+    return UniqueFd(::socket(address.family(), kType, 0));
 }
 
 bool set_no_delay(int fd) {

@@ -21,6 +21,7 @@ using uring::UniqueFd;
 struct ListenSocketOptions {
     bool reuse_port = true; // TCP: SO_REUSEPORT, so every shard can own one
     bool v6_only = true;    // IPv6: IPV6_V6ONLY (false: v4-mapped clients too)
+    bool mptcp = false;     // TCP: an IPPROTO_MPTCP socket, TCP where the kernel has none
     // A Unix path's socket file, right after bind: chmod to `mode`, chown to `owner`
     // and `group` (each only when set).
     std::optional<mode_t> mode;
@@ -33,6 +34,9 @@ struct ListenSocketOptions {
 struct ListeningSocket {
     UniqueFd fd;
     OwnedSocketFile file;
+    // Options asked for mptcp, but the kernel made no MPTCP socket: why (the socket is
+    // TCP). Empty otherwise.
+    std::string mptcp_fallback;
 };
 
 // A non-blocking listening socket. TCP listeners get SO_REUSEADDR and, when
@@ -47,6 +51,15 @@ ListeningSocket open_listener(const SocketAddress& address, const ListenSocketOp
 // A non-blocking, close-on-exec stream socket of the address's family, or an invalid
 // fd with errno set.
 UniqueFd open_stream_socket(const SocketAddress& address);
+
+// socket(2)'s errno when the kernel cannot make an IPPROTO_MPTCP socket: EPROTONOSUPPORT
+// without CONFIG_MPTCP, ENOPROTOOPT with net.mptcp.enabled = 0 (docs/kernel.md §12).
+// Either means "use TCP"; any other errno is a real failure.
+bool is_mptcp_missing(int err);
+
+// An IPPROTO_MPTCP stream socket of the address's family (TCP families only); when the
+// kernel has no MPTCP (is_mptcp_missing), a TCP one, with `fallback` set to why.
+UniqueFd open_mptcp_socket(const SocketAddress& address, std::string& fallback);
 
 // Small writes go out at once: splice already hands the kernel large chunks, and a
 // forwarder must not add Nagle delay to request/response traffic. No-op on Unix sockets.

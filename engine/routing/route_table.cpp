@@ -54,7 +54,7 @@ void group_listeners(RouteTable& table) {
             if (!(group->options == listen.options))
                 throw std::runtime_error(fmt::format(
                     "route \"{}\": listen address {} is set up otherwise (mode, user, group, "
-                    "dual_stack) by route \"{}\", which shares it",
+                    "dual_stack, mptcp) by route \"{}\", which shares it",
                     table.routes[r].name, to_endpoint(address).to_string(),
                     table.routes[group->routes.front()].name));
             group->routes.push_back(r);
@@ -167,6 +167,7 @@ std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config, std::s
             const Endpoint& e = rc.listen[i];
             ListenAddress listen{resolve(e), {}};
             listen.options.v6_only = !(rc.dual_stack && e.kind == Endpoint::Kind::Inet6);
+            listen.options.mptcp = rc.mptcp && e.kind != Endpoint::Kind::Unix;
             // route_problems() refused access settings for anything but a socket file.
             if (i < rc.listen_access.size() && !rc.listen_access[i].empty()) {
                 try {
@@ -200,7 +201,8 @@ std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config, std::s
             const MemberRoute* kept = member_named(before, added.name);
             added.limit = limit_for(kept ? &kept->limit : nullptr, m.max_connections, shards);
             added.slow_start = m.slow_start.value_or(rc.slow_start);
-            route.plain_upstreams = route.plain_upstreams || !added.source.empty();
+            added.mptcp = m.mptcp && !m.address.is_unix();
+            route.plain_upstreams = route.plain_upstreams || !added.source.empty() || added.mptcp;
             if (kept != nullptr)
                 added.ramp_from = kept->ramp_from; // a ramp under way goes on
             else if (before != nullptr)

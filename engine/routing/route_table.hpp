@@ -42,6 +42,7 @@ struct MemberRoute {
     // Where its connections are bound before connecting: its own source addresses, or
     // the route's (RouteConfig::source); empty: the kernel chooses.
     std::vector<SocketAddress> source;
+    bool mptcp = false; // connect with IPPROTO_MPTCP (UpstreamMember::mptcp)
 };
 
 // A listen address of a route, resolved, with how its socket is set up (user and

@@ -63,6 +63,9 @@ Listener::Listener(ShardIo& io, const Logger& log, const ListenerSetup& setup)
         ListeningSocket socket = open_listener(setup.address, setup.options, kListenBacklog);
         fd_ = std::move(socket.fd);
         file_ = std::move(socket.file);
+        if (!socket.mptcp_fallback.empty())
+            log_.warn("listen {}: mptcp = true, but {}; it takes TCP clients only",
+                      to_endpoint(setup.address).to_string(), socket.mptcp_fallback);
     }
     bound_ = local_address(fd_.get());
     nonblocking_ = (::fcntl(fd_.get(), F_GETFL) & O_NONBLOCK) != 0;

@@ -210,16 +210,16 @@ TEST(ProxyProtocolInterop, UringFwdSendsAndNginxStreamSeesTheRealClient) {
         ScratchDir dir(std::string("nginx-") + std::string(to_string(version)));
         uint16_t port = free_port();
         // fmt::format, not a chain of operator+ (see tests/pch/tests_pch.hpp).
-        const std::string config = fmt::format(
-            "load_module {};\n"
-            "daemon off;\nmaster_process off;\n"
-            "pid {}/nginx.pid;\n"
-            "error_log {}/error.log info;\n"
-            "events {{ worker_connections 64; }}\n"
-            "stream {{\n  server {{\n    listen 127.0.0.1:{} proxy_protocol;\n"
-            "    return \"$proxy_protocol_addr:$proxy_protocol_port\\n\";\n"
-            "  }}\n}}\n",
-            kNginxStream, dir.path(), dir.path(), port);
+        const std::string config =
+            fmt::format("load_module {};\n"
+                        "daemon off;\nmaster_process off;\n"
+                        "pid {}/nginx.pid;\n"
+                        "error_log {}/error.log info;\n"
+                        "events {{ worker_connections 64; }}\n"
+                        "stream {{\n  server {{\n    listen 127.0.0.1:{} proxy_protocol;\n"
+                        "    return \"$proxy_protocol_addr:$proxy_protocol_port\\n\";\n"
+                        "  }}\n}}\n",
+                        kNginxStream, dir.path(), dir.path(), port);
         std::string path = dir.file("nginx.conf", config);
         BinaryProcess nginx(kNginx,
                             {"-p", dir.path(), "-e", dir.path() + "/error.log", "-c", path});

@@ -159,8 +159,10 @@ TEST(SocketControlsFile, EveryKeyMapsOntoItsField) {
                                          "upstream_user_timeout = \"1500ms\"\n"
                                          "mark = 4294967295\n"
                                          "tos = 184\n"
-                                         "source = [\"127.0.0.5\", \"::1\"]\n",
-                                         "  source = \"127.0.0.7\"\n"));
+                                         "source = [\"127.0.0.5\", \"::1\"]\n"
+                                         "mptcp = true\n",
+                                         "  source = \"127.0.0.7\"\n"
+                                         "  mptcp = true\n"));
     ASSERT_TRUE(r.config.has_value()) << ::testing::PrintToString(r.errors);
     const RouteConfig& route = r.config->routes.at(0);
     EXPECT_EQ(route.client_keepalive, (TcpKeepalive{60s, 10s, 6u}));
@@ -171,6 +173,8 @@ TEST(SocketControlsFile, EveryKeyMapsOntoItsField) {
     EXPECT_EQ(route.tos, 184u);
     EXPECT_THAT(route.source, ElementsAre("127.0.0.5", "::1"));
     EXPECT_THAT(route.pool.members.at(0).source, ElementsAre("127.0.0.7"));
+    EXPECT_TRUE(route.mptcp);
+    EXPECT_TRUE(route.pool.members.at(0).mptcp);
     EXPECT_THAT(validate(*r.config), IsEmpty());
 }
 
@@ -251,6 +255,13 @@ const BadCase kBadCases[] = {
      "[[route]]\nname = \"web\"\nlisten = \"127.0.0.1:8080\"\n"
      "  [[route.upstream]]\n  address = \"unix:/run/a.sock\"\n  source = \"127.0.0.5\"\n",
      {"t.toml:6: route \"web\": upstream source is for TCP upstreams, not a Unix socket"}},
+    {"MptcpNotABoolean",
+     web("mptcp = \"yes\"\n"),
+     {"t.toml:4: route \"web\": mptcp must be true or false, not \"yes\""}},
+    {"MemberMptcpOnAUnixSocket",
+     "[[route]]\nname = \"web\"\nlisten = \"127.0.0.1:8080\"\n"
+     "  [[route.upstream]]\n  address = \"unix:/run/a.sock\"\n  mptcp = true\n",
+     {"t.toml:6: route \"web\": upstream mptcp is for TCP upstreams, not a Unix socket"}},
 };
 
 INSTANTIATE_TEST_SUITE_P(Cases, SocketControlsFileError, ::testing::ValuesIn(kBadCases),

@@ -94,6 +94,12 @@ struct UpstreamMember {
     // Source addresses of the connections to this member, replacing the route's
     // (RouteConfig::source) when not empty.
     std::vector<std::string> source = {};
+    // Connect to this member with MPTCP (IPPROTO_MPTCP): a member that does not speak it
+    // answers as TCP and the connection is TCP (the kernel's fallback); a kernel that
+    // cannot make the socket gets a TCP one and a warning (throttled). Such sockets are
+    // plain fds even with direct descriptors: the fallback is decided by socket(2)'s
+    // errno, at once, on the shard's thread.
+    bool mptcp = false;
 };
 
 // Active health check: a TCP connect to each member every `interval`, run once per
@@ -300,6 +306,13 @@ struct RouteConfig {
     // source, upstream sockets are plain fds even with direct descriptors (docs/kernel.md
     // §11). A member's own list replaces this one (UpstreamMember::source).
     std::vector<std::string> source;
+    // Multipath TCP (README "MPTCP"; docs/kernel.md §12): the route's TCP listeners are
+    // IPPROTO_MPTCP sockets, so MPTCP clients get MPTCP and plain TCP clients plain TCP
+    // (the kernel falls back per connection). A kernel without MPTCP, or with
+    // net.mptcp.enabled = 0, gets TCP listeners and one warning. Both kinds of
+    // connection splice (docs/kernel.md §12), so every data path serves them.
+    // Connecting to a member over MPTCP is the member's own choice (UpstreamMember::mptcp).
+    bool mptcp = false;
 };
 
 // Why `text` is not a source address as RouteConfig::source takes them (an IPv4 or IPv6

@@ -141,16 +141,28 @@ int UpstreamConnector::connect_to(Connection& conn, const SocketAddress& address
     conn.attempt.connect_name = name;
     conn.attempt.connect_limit = limit;
     const std::vector<SocketAddress>* sources = sources_for(conn, address);
+    const bool mptcp =
+        conn.attempt.member >= 0 && address.family() != AF_UNIX &&
+        conn.route->route.members[static_cast<std::size_t>(conn.attempt.member)].mptcp;
     // A socket bound to a source is a plain fd, direct descriptors or not: the liburing
     // this builds with has no io_uring_prep_bind (IORING_OP_BIND, 6.11) to bind a slot,
-    // and a slot has no fd for bind(2) (docs/kernel.md §11).
-    if (shard_.direct && sources == nullptr) {
+    // and a slot has no fd for bind(2) (docs/kernel.md §11). So is an MPTCP one: whether
+    // it falls back to TCP is socket(2)'s errno, known at once here.
+    if (shard_.direct && sources == nullptr && !mptcp) {
         // Into a slot of the file table: the socket completes (Op::Socket) before it
         // can be connected, see on_socket().
         shard_.io.socket_direct(conn.in_flight, conn.tag(Op::Socket), address.family());
         return 0;
     }
-    conn.upstream.reset_plain(open_stream_socket(address).release());
+    std::string mptcp_fallback;
+    conn.upstream.reset_plain(
+        (mptcp ? open_mptcp_socket(address, mptcp_fallback) : open_stream_socket(address))
+            .release());
+    if (!mptcp_fallback.empty() && mptcp_log_.allow(LogThrottle::Clock::now()))
+        shard_.log.warn("route \"{}\": upstream {} has mptcp = true, but {}; connecting with "
+                        "TCP{}",
+                        conn.route->route.name, name, mptcp_fallback,
+                        suppressed_note(mptcp_log_.suppressed()));
     if (!conn.upstream.valid()) {
         int err = errno;
         bump(shard_.io.counters().upstream_failures);

@@ -89,6 +89,7 @@ private:
     bool member_room_ = false; // a member's unit given back here: look at the waiters
     LogThrottle upstream_failure_log_;
     LogThrottle source_log_;
+    LogThrottle mptcp_log_;
 };
 
 } // namespace uringfwd::engine
