@@ -14,6 +14,7 @@
 #include <limits>
 #include <map>
 #include <stdexcept>
+#include <utility>
 
 namespace uringfwd::config {
 namespace {
@@ -208,11 +209,15 @@ UpstreamMember read_upstream(const toml::table& table, const std::string& contex
     if (!member.source.empty() && member.address.is_unix())
         reader.error(line_of(*reader.get("source")),
                      "source is for TCP upstreams, not a Unix socket");
-    if (const auto v = reader.boolean("mptcp")) {
-        member.mptcp = *v;
+    for (const auto& [key, field] :
+         {std::pair{"mptcp", &member.mptcp}, std::pair{"fastopen", &member.fastopen}}) {
+        const auto v = reader.boolean(key);
+        if (!v)
+            continue;
+        *field = *v;
         if (*v && member.address.is_unix())
-            reader.error(line_of(*reader.get("mptcp")),
-                         "mptcp is for TCP upstreams, not a Unix socket");
+            reader.error(line_of(*reader.get(key)),
+                         fmt::format("{} is for TCP upstreams, not a Unix socket", key));
     }
     reader.report_unknown_keys();
     return member;
@@ -388,6 +393,8 @@ ParsedRoute read_route(const toml::table& table, std::size_t index, ErrorList& e
         out.route.dual_stack = *v;
     if (const auto v = reader.boolean("mptcp"))
         out.route.mptcp = *v;
+    if (const auto v = reader.boolean("fastopen"))
+        out.route.fastopen = *v;
     if (const auto v = reader.duration("idle_timeout", 0us, std::nullopt))
         out.route.idle_timeout = duration_cast<milliseconds>(*v);
     if (const auto v = reader.duration("max_duration", 0us, std::nullopt))

@@ -89,6 +89,11 @@ ListeningSocket open_listener(const SocketAddress& address, const ListenSocketOp
                              fmt::format("chown to {}:{}: ", id(options.owner), id(options.group)));
         }
     }
+    // Before listen(2): the kernel sizes the Fast Open queue of a listener it sets up
+    // (net/ipv4/tcp.c do_tcp_setsockopt TCP_FASTOPEN, fastopen_queue_tune()).
+    if (options.fastopen && address.family() != AF_UNIX &&
+        ::setsockopt(fd, IPPROTO_TCP, TCP_FASTOPEN, &backlog, sizeof(backlog)) != 0)
+        return fail("TCP_FASTOPEN: ");
     if (::listen(fd, backlog) != 0)
         return fail("listen: ");
     return out;

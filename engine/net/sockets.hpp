@@ -22,6 +22,7 @@ struct ListenSocketOptions {
     bool reuse_port = true; // TCP: SO_REUSEPORT, so every shard can own one
     bool v6_only = true;    // IPv6: IPV6_V6ONLY (false: v4-mapped clients too)
     bool mptcp = false;     // TCP: an IPPROTO_MPTCP socket, TCP where the kernel has none
+    bool fastopen = false;  // TCP: TCP_FASTOPEN, a queue as long as the backlog
     // A Unix path's socket file, right after bind: chmod to `mode`, chown to `owner`
     // and `group` (each only when set).
     std::optional<mode_t> mode;

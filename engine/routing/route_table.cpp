@@ -3,6 +3,9 @@
 #include "platform/accounts.hpp"
 #include "routing/hash.hpp"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -54,7 +57,7 @@ void group_listeners(RouteTable& table) {
             if (!(group->options == listen.options))
                 throw std::runtime_error(fmt::format(
                     "route \"{}\": listen address {} is set up otherwise (mode, user, group, "
-                    "dual_stack, mptcp) by route \"{}\", which shares it",
+                    "dual_stack, mptcp, fastopen) by route \"{}\", which shares it",
                     table.routes[r].name, to_endpoint(address).to_string(),
                     table.routes[group->routes.front()].name));
             group->routes.push_back(r);
@@ -168,6 +171,7 @@ std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config, std::s
             ListenAddress listen{resolve(e), {}};
             listen.options.v6_only = !(rc.dual_stack && e.kind == Endpoint::Kind::Inet6);
             listen.options.mptcp = rc.mptcp && e.kind != Endpoint::Kind::Unix;
+            listen.options.fastopen = rc.fastopen && e.kind != Endpoint::Kind::Unix;
             // route_problems() refused access settings for anything but a socket file.
             if (i < rc.listen_access.size() && !rc.listen_access[i].empty()) {
                 try {
@@ -202,6 +206,9 @@ std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config, std::s
             added.limit = limit_for(kept ? &kept->limit : nullptr, m.max_connections, shards);
             added.slow_start = m.slow_start.value_or(rc.slow_start);
             added.mptcp = m.mptcp && !m.address.is_unix();
+            if (m.fastopen && !m.address.is_unix())
+                added.connect_options.push_back(
+                    {IPPROTO_TCP, TCP_FASTOPEN_CONNECT, 1, "TCP_FASTOPEN_CONNECT"});
             route.plain_upstreams = route.plain_upstreams || !added.source.empty() || added.mptcp;
             if (kept != nullptr)
                 added.ramp_from = kept->ramp_from; // a ramp under way goes on

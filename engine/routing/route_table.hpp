@@ -43,6 +43,10 @@ struct MemberRoute {
     // the route's (RouteConfig::source); empty: the kernel chooses.
     std::vector<SocketAddress> source;
     bool mptcp = false; // connect with IPPROTO_MPTCP (UpstreamMember::mptcp)
+    // Set on its TCP sockets after the route's upstream options, before the connect
+    // (UpstreamMember::fastopen: TCP_FASTOPEN_CONNECT). Lives as long as the table, as a
+    // ring's setsockopt needs (net/socket_controls.hpp SocketOption).
+    std::vector<SocketOption> connect_options;
 };
 
 // A listen address of a route, resolved, with how its socket is set up (user and

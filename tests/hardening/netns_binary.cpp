@@ -4,11 +4,10 @@
 
 namespace uringfwd::test {
 
-RunningBinary start_binary_in(const std::string& ns, const std::string& listen,
-                              const std::string& upstream, std::vector<std::string> extra) {
-    std::vector<std::string> args = {"netns",    "exec", ns,           uring_fwd_binary(),
-                                     "--listen", listen, "--upstream", upstream};
-    args.insert(args.end(), extra.begin(), extra.end());
+namespace {
+RunningBinary start_in(const std::string& ns, std::vector<std::string> binary_args) {
+    std::vector<std::string> args = {"netns", "exec", ns, uring_fwd_binary()};
+    args.insert(args.end(), binary_args.begin(), binary_args.end());
     auto process = std::make_unique<BinaryProcess>(find_tool("ip"), std::move(args));
     auto endpoint = process->wait_listening(Deadline{milliseconds{10000}});
     if (!endpoint) {
@@ -16,6 +15,21 @@ RunningBinary start_binary_in(const std::string& ns, const std::string& listen,
                                  process->stderr_text());
     }
     return RunningBinary{std::move(process), *endpoint};
+}
+} // namespace
+
+RunningBinary start_binary_in(const std::string& ns, const std::string& listen,
+                              const std::string& upstream, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"--listen", listen, "--upstream", upstream};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return start_in(ns, std::move(args));
+}
+
+RunningBinary start_binary_with_config_in(const std::string& ns, const std::string& path,
+                                          std::vector<std::string> extra) {
+    std::vector<std::string> args = {"--config", path};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return start_in(ns, std::move(args));
 }
 
 Listener listen_in(const std::string& ns, const Endpoint& where) {

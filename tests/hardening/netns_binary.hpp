@@ -16,6 +16,10 @@ namespace uringfwd::test {
 RunningBinary start_binary_in(const std::string& ns, const std::string& listen,
                               const std::string& upstream, std::vector<std::string> extra = {});
 
+// The binary with `--config PATH` (and `extra`) in `ns`; throws as start_binary_in does.
+RunningBinary start_binary_with_config_in(const std::string& ns, const std::string& path,
+                                          std::vector<std::string> extra = {});
+
 // A listener bound inside `ns`.
 Listener listen_in(const std::string& ns, const Endpoint& where);
 

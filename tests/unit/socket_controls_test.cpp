@@ -160,9 +160,11 @@ TEST(SocketControlsFile, EveryKeyMapsOntoItsField) {
                                          "mark = 4294967295\n"
                                          "tos = 184\n"
                                          "source = [\"127.0.0.5\", \"::1\"]\n"
-                                         "mptcp = true\n",
+                                         "mptcp = true\n"
+                                         "fastopen = true\n",
                                          "  source = \"127.0.0.7\"\n"
-                                         "  mptcp = true\n"));
+                                         "  mptcp = true\n"
+                                         "  fastopen = true\n"));
     ASSERT_TRUE(r.config.has_value()) << ::testing::PrintToString(r.errors);
     const RouteConfig& route = r.config->routes.at(0);
     EXPECT_EQ(route.client_keepalive, (TcpKeepalive{60s, 10s, 6u}));
@@ -175,6 +177,8 @@ TEST(SocketControlsFile, EveryKeyMapsOntoItsField) {
     EXPECT_THAT(route.pool.members.at(0).source, ElementsAre("127.0.0.7"));
     EXPECT_TRUE(route.mptcp);
     EXPECT_TRUE(route.pool.members.at(0).mptcp);
+    EXPECT_TRUE(route.fastopen);
+    EXPECT_TRUE(route.pool.members.at(0).fastopen);
     EXPECT_THAT(validate(*r.config), IsEmpty());
 }
 
@@ -262,6 +266,13 @@ const BadCase kBadCases[] = {
      "[[route]]\nname = \"web\"\nlisten = \"127.0.0.1:8080\"\n"
      "  [[route.upstream]]\n  address = \"unix:/run/a.sock\"\n  mptcp = true\n",
      {"t.toml:6: route \"web\": upstream mptcp is for TCP upstreams, not a Unix socket"}},
+    {"FastopenNotABoolean",
+     web("", "  fastopen = 1\n"),
+     {"t.toml:6: route \"web\": upstream fastopen must be true or false, not 1"}},
+    {"MemberFastopenOnAUnixSocket",
+     "[[route]]\nname = \"web\"\nlisten = \"127.0.0.1:8080\"\n"
+     "  [[route.upstream]]\n  address = \"unix:/run/a.sock\"\n  fastopen = true\n",
+     {"t.toml:6: route \"web\": upstream fastopen is for TCP upstreams, not a Unix socket"}},
 };
 
 INSTANTIATE_TEST_SUITE_P(Cases, SocketControlsFileError, ::testing::ValuesIn(kBadCases),

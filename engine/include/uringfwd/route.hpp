@@ -100,6 +100,13 @@ struct UpstreamMember {
     // plain fds even with direct descriptors: the fallback is decided by socket(2)'s
     // errno, at once, on the shard's thread.
     bool mptcp = false;
+    // TCP_FASTOPEN_CONNECT on the sockets to this member: once the kernel holds a cookie
+    // from it, the connect completes at once and the SYN leaves with the client's first
+    // bytes (net.ipv4.tcp_fastopen bit 1, the kernel's default). So a refusal shows as a
+    // reset on the first write (the client is reset, no failover), and a protocol whose
+    // server speaks first waits for the client's first byte: for client-first protocols
+    // only (README "TCP Fast Open").
+    bool fastopen = false;
 };
 
 // Active health check: a TCP connect to each member every `interval`, run once per
@@ -313,6 +320,13 @@ struct RouteConfig {
     // connection splice (docs/kernel.md §12), so every data path serves them.
     // Connecting to a member over MPTCP is the member's own choice (UpstreamMember::mptcp).
     bool mptcp = false;
+    // TCP Fast Open (RFC 7413) on the route's TCP listeners (TCP_FASTOPEN, a queue as
+    // long as the listen backlog): a client with a cookie sends its first bytes in the
+    // SYN and saves a round trip. The kernel serves it only with bit 2 of
+    // net.ipv4.tcp_fastopen set (README "TCP Fast Open"); without it, clients get a plain
+    // handshake. Fast Open toward a member is the member's own choice
+    // (UpstreamMember::fastopen).
+    bool fastopen = false;
 };
 
 // Why `text` is not a source address as RouteConfig::source takes them (an IPv4 or IPv6

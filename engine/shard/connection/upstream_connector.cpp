@@ -234,6 +234,14 @@ void UpstreamConnector::start_connect(Connection& conn) {
                                        conn.route->route.upstream_options.of(family));
     if (failed.option != nullptr)
         life_.socket_control_failed(conn, Side::ToClient, failed.option->what, failed.error);
+    if (family != AF_UNIX && conn.attempt.member >= 0) {
+        const MemberRoute& member =
+            conn.route->route.members[static_cast<std::size_t>(conn.attempt.member)];
+        failed =
+            set_options(shard_.io, conn, conn.upstream, Side::ToClient, member.connect_options);
+        if (failed.option != nullptr)
+            life_.socket_control_failed(conn, Side::ToClient, failed.option->what, failed.error);
+    }
     shard_.io.connect_with_timeout(conn.in_flight, conn.tag(Op::Connect),
                                    conn.tag(Op::ConnectTimeout), conn.upstream.ref(),
                                    *conn.attempt.connect_target, conn.attempt.connect_limit);
