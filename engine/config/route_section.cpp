@@ -395,6 +395,8 @@ ParsedRoute read_route(const toml::table& table, std::size_t index, ErrorList& e
         out.route.mptcp = *v;
     if (const auto v = reader.boolean("fastopen"))
         out.route.fastopen = *v;
+    if (const auto v = reader.boolean("transparent"))
+        out.route.transparent = *v;
     if (const auto v = reader.duration("idle_timeout", 0us, std::nullopt))
         out.route.idle_timeout = duration_cast<milliseconds>(*v);
     if (const auto v = reader.duration("max_duration", 0us, std::nullopt))

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace uringfwd::engine {
@@ -144,6 +145,14 @@ std::vector<std::string> socket_control_problems(const RouteConfig& route) {
     if (route.tos && *route.tos > 255)
         out.push_back(fmt::format("tos must be 0..255, not {}", *route.tos));
     source_problems("source", route.source, out);
+    if (route.transparent) {
+        const bool member_source =
+            std::any_of(route.pool.members.begin(), route.pool.members.end(),
+                        [](const UpstreamMember& m) { return !m.source.empty(); });
+        if (!route.source.empty() || member_source)
+            out.push_back("transparent and source exclude each other: a transparent "
+                          "connection's source is the client's address");
+    }
     for (const UpstreamMember& m : route.pool.members) {
         if (m.source.empty())
             continue;

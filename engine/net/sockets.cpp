@@ -136,6 +136,29 @@ std::string mark_problem(uint32_t mark) {
                        err == EPERM ? "; it needs CAP_NET_ADMIN (or CAP_NET_RAW)" : "");
 }
 
+int set_transparent(int fd, int family) {
+    const bool v6 = family == AF_INET6;
+    return enable(fd, v6 ? SOL_IPV6 : SOL_IP, v6 ? IPV6_TRANSPARENT : IP_TRANSPARENT) == 0 ? 0
+                                                                                           : errno;
+}
+
+std::string transparent_problem() {
+    UniqueFd probe(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    int family = AF_INET;
+    if (!probe.valid()) { // a host without IPv4
+        probe.reset(::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        family = AF_INET6;
+    }
+    if (!probe.valid())
+        return fmt::format("cannot open a socket to try IP_TRANSPARENT on: {}",
+                           std::strerror(errno));
+    const int err = set_transparent(probe.get(), family);
+    if (err == 0)
+        return {};
+    return fmt::format("setsockopt(IP_TRANSPARENT): {}{}", std::strerror(err),
+                       err == EPERM ? "; it needs CAP_NET_ADMIN (or CAP_NET_RAW)" : "");
+}
+
 void set_reset_on_close(int fd) {
     linger lin{1, 0};
     ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &lin, sizeof(lin));

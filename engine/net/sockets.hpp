@@ -72,6 +72,14 @@ bool set_no_delay(int fd);
 // permitted; it needs CAP_NET_ADMIN (or CAP_NET_RAW)").
 std::string mark_problem(uint32_t mark);
 
+// Whether this process may make transparent sockets (IP_TRANSPARENT needs CAP_NET_ADMIN
+// or CAP_NET_RAW), tried as mark_problem() tries SO_MARK; "" when it may.
+std::string transparent_problem();
+
+// Makes a TCP socket of `family` transparent: IP_TRANSPARENT (IPv4) or
+// IPV6_TRANSPARENT, so bind(2) takes an address this host does not have. 0 or an errno.
+int set_transparent(int fd, int family);
+
 // Makes close() send RST instead of FIN (SO_LINGER {1, 0}), so the peer learns the
 // stream was cut rather than ended.
 void set_reset_on_close(int fd);

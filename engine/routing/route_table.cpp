@@ -154,6 +154,13 @@ std::shared_ptr<RouteTable> build_route_table(const EngineConfig& config, std::s
         route.client_options = family_options(client_controls(rc));
         route.upstream_options = family_options(upstream_controls(rc));
         route.source = source_addresses(rc.source);
+        route.transparent = rc.transparent;
+        route.plain_upstreams = rc.transparent;
+        if (rc.transparent) {
+            if (const std::string why = transparent_problem(); !why.empty())
+                throw std::runtime_error(
+                    fmt::format("route \"{}\": transparent = true: {}", rc.name, why));
+        }
         if (rc.mark) {
             // Found once here rather than as one failed setsockopt per connection.
             if (const std::string why = mark_problem(*rc.mark); !why.empty())

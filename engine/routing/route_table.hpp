@@ -92,6 +92,7 @@ struct Route {
     // It or a member has a source: its upstream sockets are plain fds even with direct
     // descriptors (UpstreamConnector::connect_to()), and count against the fd limit.
     bool plain_upstreams = false;
+    bool transparent = false; // RouteConfig::transparent
 };
 
 // One listen address and the routes that share it (most often one).

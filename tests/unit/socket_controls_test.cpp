@@ -128,6 +128,18 @@ TEST(SocketControls, ValidateRefusesWhatTheKernelWouldRefuse) {
             "socket"));
 }
 
+TEST(SocketControls, TransparentAndASourceExcludeEachOther) {
+    EngineConfig config;
+    RouteConfig route = route_with_member();
+    route.transparent = true;
+    config.routes = {route};
+    EXPECT_THAT(validate(config), IsEmpty());
+    config.routes[0].pool.members[0].source = {"127.0.0.5"};
+    EXPECT_THAT(validate(config),
+                ElementsAre("route \"web\": transparent and source exclude each other: a "
+                            "transparent connection's source is the client's address"));
+}
+
 TEST(SocketControls, ValidateTakesTheKernelsLimits) {
     EngineConfig config;
     RouteConfig route = route_with_member();
@@ -180,6 +192,12 @@ TEST(SocketControlsFile, EveryKeyMapsOntoItsField) {
     EXPECT_TRUE(route.fastopen);
     EXPECT_TRUE(route.pool.members.at(0).fastopen);
     EXPECT_THAT(validate(*r.config), IsEmpty());
+}
+
+TEST(SocketControlsFile, TransparentIsRead) {
+    const ConfigFileResult r = parse(web("transparent = true\n"));
+    ASSERT_TRUE(r.config.has_value()) << ::testing::PrintToString(r.errors);
+    EXPECT_TRUE(r.config->routes.at(0).transparent);
 }
 
 struct BadCase {
@@ -266,6 +284,9 @@ const BadCase kBadCases[] = {
      "[[route]]\nname = \"web\"\nlisten = \"127.0.0.1:8080\"\n"
      "  [[route.upstream]]\n  address = \"unix:/run/a.sock\"\n  mptcp = true\n",
      {"t.toml:6: route \"web\": upstream mptcp is for TCP upstreams, not a Unix socket"}},
+    {"TransparentNotABoolean",
+     web("transparent = \"yes\"\n"),
+     {"t.toml:4: route \"web\": transparent must be true or false, not \"yes\""}},
     {"FastopenNotABoolean",
      web("", "  fastopen = 1\n"),
      {"t.toml:6: route \"web\": upstream fastopen must be true or false, not 1"}},

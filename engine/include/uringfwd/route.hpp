@@ -327,6 +327,16 @@ struct RouteConfig {
     // handshake. Fast Open toward a member is the member's own choice
     // (UpstreamMember::fastopen).
     bool fastopen = false;
+    // Transparent proxying (README "Transparent proxying"): each upstream connection is
+    // made *from the client's own address* (the PROXY header's with accept_proxy), so
+    // the upstream sees the client without parsing a header: IP_TRANSPARENT (IPv6:
+    // IPV6_TRANSPARENT) lets the socket bind an address this host does not have. Needs
+    // CAP_NET_ADMIN (or CAP_NET_RAW: net/ipv4/ip_sockglue.c), which Engine::start() and
+    // reconfigure() try once, and routing that brings the upstream's replies back to
+    // this host (policy routing, README). Excludes `source`; a client of another family
+    // than the member (or a Unix client) fails the attempt as a refused connect would.
+    // Upstream sockets are plain fds then, as with a source (a bind).
+    bool transparent = false;
 };
 
 // Why `text` is not a source address as RouteConfig::source takes them (an IPv4 or IPv6

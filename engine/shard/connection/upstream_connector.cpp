@@ -19,6 +19,16 @@
 
 namespace uringfwd::engine {
 
+namespace {
+// Port 0 in an IPv4 or IPv6 address: bind(2) then leaves the port to the connect.
+void clear_port(SocketAddress& address) {
+    if (address.family() == AF_INET)
+        reinterpret_cast<sockaddr_in*>(&address.storage)->sin_port = 0;
+    else if (address.family() == AF_INET6)
+        reinterpret_cast<sockaddr_in6*>(&address.storage)->sin6_port = 0;
+}
+} // namespace
+
 int UpstreamConnector::follow_selection(Connection& conn, const Selection& selection) {
     const Route& route = conn.route->route;
     switch (selection.kind) {
@@ -148,7 +158,8 @@ int UpstreamConnector::connect_to(Connection& conn, const SocketAddress& address
     // this builds with has no io_uring_prep_bind (IORING_OP_BIND, 6.11) to bind a slot,
     // and a slot has no fd for bind(2) (docs/kernel.md §11). So is an MPTCP one: whether
     // it falls back to TCP is socket(2)'s errno, known at once here.
-    if (shard_.direct && sources == nullptr && !mptcp) {
+    const bool transparent = conn.route->route.transparent && address.family() != AF_UNIX;
+    if (shard_.direct && sources == nullptr && !mptcp && !transparent) {
         // Into a slot of the file table: the socket completes (Op::Socket) before it
         // can be connected, see on_socket().
         shard_.io.socket_direct(conn.in_flight, conn.tag(Op::Socket), address.family());
@@ -174,6 +185,8 @@ int UpstreamConnector::connect_to(Connection& conn, const SocketAddress& address
         return err;
     }
     if (sources != nullptr && !bind_source(conn, *sources))
+        return 0;
+    if (transparent && !bind_client_address(conn))
         return 0;
     start_connect(conn);
     return 0;
@@ -221,6 +234,35 @@ bool UpstreamConnector::bind_source(Connection& conn, const std::vector<SocketAd
                         source != nullptr ? std::strerror(err)
                                           : "no source address of the upstream's family",
                         suppressed_note(source_log_.suppressed()));
+    connect_failed(conn, -err);
+    return false;
+}
+
+bool UpstreamConnector::bind_client_address(Connection& conn) {
+    const SocketAddress& target = *conn.attempt.connect_target;
+    // The address that counts, as for the allow/deny lists: the PROXY header's when one
+    // named the client, else the socket's peer.
+    std::optional<SocketAddress> client = conn.has_addresses && conn.client_sa.length > 0
+                                              ? std::optional(conn.client_sa)
+                                              : socket_peer_of(conn);
+    int err = EAFNOSUPPORT; // a Unix client, or one of the other family
+    if (client && client->family() == target.family()) {
+        clear_port(*client); // the kernel picks the port at connect, per destination
+        const int one = 1;
+        ::setsockopt(conn.upstream.fd(), IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
+        err = set_transparent(conn.upstream.fd(), target.family());
+        if (err == 0)
+            err = ::bind(conn.upstream.fd(), client->get(), client->length) == 0 ? 0 : errno;
+    }
+    if (err == 0)
+        return true;
+    if (source_log_.allow(LogThrottle::Clock::now()))
+        shard_.log.warn("route \"{}\": cannot bind the transparent socket to upstream {} to the "
+                        "client's address {} ({}); the attempt fails as a refused connect "
+                        "would{}",
+                        conn.route->route.name, conn.attempt.connect_name,
+                        client ? to_endpoint(*client).to_string() : std::string("?"),
+                        std::strerror(err), suppressed_note(source_log_.suppressed()));
     connect_failed(conn, -err);
     return false;
 }
