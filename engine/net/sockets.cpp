@@ -11,6 +11,7 @@
 #include <cstring>
 #include <iterator>
 #include <stdexcept>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -122,18 +123,32 @@ bool set_no_delay(int fd) {
     return enable(fd, IPPROTO_TCP, TCP_NODELAY) == 0;
 }
 
-std::string mark_problem(uint32_t mark) {
-    UniqueFd probe(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (!probe.valid()) // a host without IPv4
-        probe.reset(::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0));
+namespace {
+// Tries an option that needs CAP_NET_ADMIN or CAP_NET_RAW once, on a TCP socket of its
+// own (IPv4, or IPv6 on a host without it): `apply(fd, family)` sets it and returns 0
+// or an errno. "" when it could be set, else why not, naming `option`.
+template <typename Apply> std::string capability_problem(std::string_view option, Apply apply) {
+    int family = AF_INET;
+    UniqueFd probe(::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!probe.valid()) { // a host without IPv4
+        family = AF_INET6;
+        probe.reset(::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    }
     if (!probe.valid())
-        return fmt::format("cannot open a socket to try SO_MARK on: {}", std::strerror(errno));
-    const int value = static_cast<int>(mark);
-    if (::setsockopt(probe.get(), SOL_SOCKET, SO_MARK, &value, sizeof(value)) == 0)
+        return fmt::format("cannot open a socket to try {} on: {}", option, std::strerror(errno));
+    const int err = apply(probe.get(), family);
+    if (err == 0)
         return {};
-    const int err = errno;
-    return fmt::format("setsockopt(SO_MARK): {}{}", std::strerror(err),
+    return fmt::format("setsockopt({}): {}{}", option, std::strerror(err),
                        err == EPERM ? "; it needs CAP_NET_ADMIN (or CAP_NET_RAW)" : "");
+}
+} // namespace
+
+std::string mark_problem(uint32_t mark) {
+    return capability_problem("SO_MARK", [mark](int fd, int) {
+        const int value = static_cast<int>(mark);
+        return ::setsockopt(fd, SOL_SOCKET, SO_MARK, &value, sizeof(value)) == 0 ? 0 : errno;
+    });
 }
 
 int set_transparent(int fd, int family) {
@@ -143,20 +158,7 @@ int set_transparent(int fd, int family) {
 }
 
 std::string transparent_problem() {
-    UniqueFd probe(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    int family = AF_INET;
-    if (!probe.valid()) { // a host without IPv4
-        probe.reset(::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0));
-        family = AF_INET6;
-    }
-    if (!probe.valid())
-        return fmt::format("cannot open a socket to try IP_TRANSPARENT on: {}",
-                           std::strerror(errno));
-    const int err = set_transparent(probe.get(), family);
-    if (err == 0)
-        return {};
-    return fmt::format("setsockopt(IP_TRANSPARENT): {}{}", std::strerror(err),
-                       err == EPERM ? "; it needs CAP_NET_ADMIN (or CAP_NET_RAW)" : "");
+    return capability_problem("IP_TRANSPARENT", set_transparent);
 }
 
 void set_reset_on_close(int fd) {

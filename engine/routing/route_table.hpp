@@ -89,8 +89,9 @@ struct Route {
     FamilyOptions client_options;
     FamilyOptions upstream_options;
     std::vector<SocketAddress> source; // for an address the selector chose
-    // It or a member has a source: its upstream sockets are plain fds even with direct
-    // descriptors (UpstreamConnector::connect_to()), and count against the fd limit.
+    // It or a member has a source, it is transparent or a member is MPTCP: its upstream
+    // sockets are plain fds even with direct descriptors (UpstreamConnector::connect_to()),
+    // and count against the fd limit.
     bool plain_upstreams = false;
     bool transparent = false; // RouteConfig::transparent
 };

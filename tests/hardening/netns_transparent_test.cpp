@@ -2,8 +2,8 @@
 // upstream in namespaces of their own (netns_topology.hpp), the upstream's replies to the
 // client's subnet routed back through the proxy (its default route) and delivered to the
 // proxy's own sockets there by the policy route the README gives. The upstream must see
-// the client's own address, not the proxy's; without the capability the start stops with
-// the reason.
+// the client's own address, not the proxy's. (Without the capability the start stops with
+// the reason: tests/integration/socket_controls_test.cpp.)
 #include "tests/hardening/netns_binary.hpp"
 #include "tests/support/socket_io.hpp"
 #include "tests/support/temp_config_file.hpp"
@@ -13,11 +13,9 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <fmt/format.h>
 
-#include <optional>
 #include <span>
 #include <string>
 
@@ -79,25 +77,6 @@ TEST_F(NetnsTransparent, TheUpstreamSeesTheClientsOwnAddress) {
     ASSERT_EQ(recv_all(client.get(), std::as_writable_bytes(std::span(buf)), Deadline{5s}).status,
               IoStatus::Ok);
     EXPECT_EQ(std::string(buf, 4), "pong");
-}
-
-TEST(Transparent, WithoutTheCapabilityTheStartStopsWithTheReason) {
-    if (::access("/usr/bin/setpriv", X_OK) != 0)
-        GTEST_SKIP() << "setpriv (util-linux) is not installed";
-    ConfigFile file(fmt::format("[[route]]\nname = \"tp\"\nlisten = \"127.0.0.1:0\"\n"
-                                "transparent = true\n"
-                                "  [[route.upstream]]\n  address = \"127.0.0.1:9\"\n"));
-    BinaryProcess binary("/usr/bin/setpriv", {"--bounding-set", "-net_admin,-net_raw", "--inh-caps",
-                                              "-net_admin,-net_raw", "--", uring_fwd_binary(),
-                                              "--config", file.path()});
-    const std::optional<ExitStatus> status = binary.wait_exit(Deadline{10s});
-    ASSERT_TRUE(status.has_value()) << "still running: " << binary.stderr_text();
-    EXPECT_TRUE(status->exited && status->code != 0) << status->describe();
-    EXPECT_NE(binary.stderr_text().find("route \"tp\": transparent = true: "
-                                        "setsockopt(IP_TRANSPARENT): Operation not permitted; it "
-                                        "needs CAP_NET_ADMIN (or CAP_NET_RAW)"),
-              std::string::npos)
-        << binary.stderr_text();
 }
 
 } // namespace

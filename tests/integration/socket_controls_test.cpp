@@ -280,26 +280,45 @@ INSTANTIATE_TEST_SUITE_P(Descriptors, SourceAddress,
                              return info.param == DirectDescriptors::On ? "Direct" : "Plain";
                          });
 
-TEST(SocketControlsBinary, AMarkWithoutTheCapabilityStopsTheStartWithTheReason) {
+// A route key that needs CAP_NET_ADMIN (or CAP_NET_RAW), and the line a start without
+// either must stop with.
+struct CapabilityCase {
+    const char* name;
+    const char* key;
+    const char* reason;
+};
+
+class SocketControlsWithoutCapability : public ::testing::TestWithParam<CapabilityCase> {};
+
+TEST_P(SocketControlsWithoutCapability, TheStartStopsWithTheReason) {
     if (::access("/usr/bin/setpriv", X_OK) != 0)
         GTEST_SKIP() << "setpriv (util-linux) is not installed";
     Listener upstream = listen_loopback(Family::Inet4);
-    ConfigFile file(fmt::format("[[route]]\nname = \"web\"\nlisten = \"127.0.0.1:0\"\nmark = 7\n"
+    ConfigFile file(fmt::format("[[route]]\nname = \"web\"\nlisten = \"127.0.0.1:0\"\n{}\n"
                                 "  [[route.upstream]]\n  address = \"{}\"\n",
-                                upstream.endpoint().to_string()));
-    // Both capabilities that allow SO_MARK out of the bounding set: the binary, root or
-    // not, runs without them.
+                                GetParam().key, upstream.endpoint().to_string()));
+    // Both capabilities that allow the option out of the bounding set: the binary, root
+    // or not, runs without them.
     BinaryProcess binary("/usr/bin/setpriv", {"--bounding-set", "-net_admin,-net_raw", "--inh-caps",
                                               "-net_admin,-net_raw", "--", uring_fwd_binary(),
                                               "--config", file.path()});
     const std::optional<ExitStatus> status = binary.wait_exit(Deadline{10s});
     ASSERT_TRUE(status.has_value()) << "still running: " << binary.stderr_text();
     EXPECT_TRUE(status->exited && status->code != 0) << status->describe();
-    EXPECT_NE(binary.stderr_text().find("route \"web\": mark = 7: setsockopt(SO_MARK): Operation "
-                                        "not permitted; it needs CAP_NET_ADMIN (or CAP_NET_RAW)"),
-              std::string::npos)
+    EXPECT_NE(binary.stderr_text().find(GetParam().reason), std::string::npos)
         << binary.stderr_text();
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    Keys, SocketControlsWithoutCapability,
+    ::testing::Values(CapabilityCase{"Mark", "mark = 7",
+                                     "route \"web\": mark = 7: setsockopt(SO_MARK): Operation "
+                                     "not permitted; it needs CAP_NET_ADMIN (or CAP_NET_RAW)"},
+                      CapabilityCase{"Transparent", "transparent = true",
+                                     "route \"web\": transparent = true: "
+                                     "setsockopt(IP_TRANSPARENT): Operation not permitted; it "
+                                     "needs CAP_NET_ADMIN (or CAP_NET_RAW)"}),
+    [](const auto& info) { return std::string(info.param.name); });
 
 TEST(SocketControlsBinary, CheckNamesTheLineOfABadValue) {
     ConfigFile file("[[route]]\nname = \"web\"\nlisten = \"127.0.0.1:0\"\ntos = 300\n"

@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 
@@ -14,7 +15,8 @@ class ConfigFile {
 public:
     explicit ConfigFile(const std::string& text)
         : path_(::testing::TempDir() + "uring-fwd-cli-" + std::to_string(::getpid()) + "-" +
-                ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".toml") {
+                file_name_part(::testing::UnitTest::GetInstance()->current_test_info()->name()) +
+                ".toml") {
         write(text);
     }
     ~ConfigFile() { ::unlink(path_.c_str()); }
@@ -26,6 +28,11 @@ public:
     const std::string& path() const { return path_; }
 
 private:
+    // A parameterized test's name has a '/' ("Case/Param"), which a file name cannot.
+    static std::string file_name_part(std::string name) {
+        std::replace(name.begin(), name.end(), '/', '-');
+        return name;
+    }
     std::string path_;
 };
 

@@ -7,14 +7,6 @@ namespace uringfwd::engine {
 
 namespace {
 
-// The address that counts: the PROXY header's when one named the client (accept_proxy
-// admits headers from trusted sources only), else the socket's peer.
-std::optional<SocketAddress> judged_address(const Connection& conn) {
-    if (conn.has_addresses && conn.client_sa.length > 0)
-        return conn.client_sa;
-    return socket_peer_of(conn);
-}
-
 std::string address_text(const std::optional<SocketAddress>& address) {
     if (!address)
         return "?";
@@ -30,7 +22,7 @@ std::optional<CloseReason> SourceGate::admit(Connection& conn) {
     const bool limited = route.source_rule.active();
     if (route.access.empty() && !limited)
         return std::nullopt; // the usual route: nothing asked of the kernel or the table
-    const std::optional<SocketAddress> peer = judged_address(conn);
+    const std::optional<SocketAddress> peer = client_address_of(conn);
     // A peer that cannot be read (the socket already gone) names no address an allow
     // list lets in; with a deny list alone it goes on and fails where it would have.
     const sockaddr_storage none{};

@@ -27,6 +27,17 @@ void clear_port(SocketAddress& address) {
     else if (address.family() == AF_INET6)
         reinterpret_cast<sockaddr_in6*>(&address.storage)->sin6_port = 0;
 }
+
+// Binds an upstream socket to `address` (port 0) before its connect; 0 or an errno.
+// Without IP_BIND_ADDRESS_NO_PORT bind() would take a port for the address alone, one of
+// its ephemeral ports per connection whatever the destination; with it the port is
+// chosen at connect, per destination (net/ipv4/inet_hashtables.c __inet_hash_connect),
+// so an address holds ~28k connections to each upstream.
+int bind_before_connect(int fd, const SocketAddress& address) {
+    const int one = 1;
+    ::setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
+    return ::bind(fd, address.get(), address.length) == 0 ? 0 : errno;
+}
 } // namespace
 
 int UpstreamConnector::follow_selection(Connection& conn, const Selection& selection) {
@@ -215,15 +226,8 @@ bool UpstreamConnector::bind_source(Connection& conn, const std::vector<SocketAd
     const uint64_t turn = counter < r.source_turns.size() ? r.source_turns[counter]++ : 0;
     const SocketAddress* source = pick_source(sources, target.family(), turn);
     int err = EAFNOSUPPORT; // none of the upstream's family
-    if (source != nullptr) {
-        // Without it bind() would take a port for the source address alone, one of its
-        // ephemeral ports per connection whatever the destination; with it the port is
-        // chosen at connect, per destination (net/ipv4/inet_hashtables.c
-        // __inet_hash_connect), so a source holds ~28k connections to each upstream.
-        const int one = 1;
-        ::setsockopt(conn.upstream.fd(), IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
-        err = ::bind(conn.upstream.fd(), source->get(), source->length) == 0 ? 0 : errno;
-    }
+    if (source != nullptr)
+        err = bind_before_connect(conn.upstream.fd(), *source);
     if (err == 0)
         return true;
     if (source_log_.allow(LogThrottle::Clock::now()))
@@ -240,19 +244,13 @@ bool UpstreamConnector::bind_source(Connection& conn, const std::vector<SocketAd
 
 bool UpstreamConnector::bind_client_address(Connection& conn) {
     const SocketAddress& target = *conn.attempt.connect_target;
-    // The address that counts, as for the allow/deny lists: the PROXY header's when one
-    // named the client, else the socket's peer.
-    std::optional<SocketAddress> client = conn.has_addresses && conn.client_sa.length > 0
-                                              ? std::optional(conn.client_sa)
-                                              : socket_peer_of(conn);
+    std::optional<SocketAddress> client = client_address_of(conn);
     int err = EAFNOSUPPORT; // a Unix client, or one of the other family
     if (client && client->family() == target.family()) {
-        clear_port(*client); // the kernel picks the port at connect, per destination
-        const int one = 1;
-        ::setsockopt(conn.upstream.fd(), IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
+        clear_port(*client);
         err = set_transparent(conn.upstream.fd(), target.family());
         if (err == 0)
-            err = ::bind(conn.upstream.fd(), client->get(), client->length) == 0 ? 0 : errno;
+            err = bind_before_connect(conn.upstream.fd(), *client);
     }
     if (err == 0)
         return true;

@@ -65,12 +65,12 @@ private:
     // One connect attempt to `address` (`name` for log lines) within `limit`.
     int connect_to(Connection& conn, const SocketAddress& address, const std::string& name,
                    std::chrono::milliseconds limit);
-    // The source addresses the connection's upstream socket is bound to before its
-    // connect to `address` (the member's, or the route's for the selector's address);
-    // null when it is not bound (none configured, or a Unix upstream).
     // transparent = true: binds the upstream socket to the client's address (port 0);
     // false, with the attempt failed, when it cannot.
     bool bind_client_address(Connection& conn);
+    // The source addresses the connection's upstream socket is bound to before its
+    // connect to `address` (the member's, or the route's for the selector's address);
+    // null when it is not bound (none configured, or a Unix upstream).
     const std::vector<SocketAddress>* sources_for(const Connection& conn,
                                                   const SocketAddress& address) const;
     // Binds the plain upstream socket to the next of `sources` of its family. False when

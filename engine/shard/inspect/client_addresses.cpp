@@ -26,6 +26,12 @@ std::string client_name(const Connection& conn) {
     return conn.client.fixed() ? std::string("?") : peer_name(conn.client.fd());
 }
 
+std::optional<SocketAddress> client_address_of(const Connection& conn) {
+    if (conn.has_addresses && conn.client_sa.length > 0)
+        return conn.client_sa;
+    return socket_peer_of(conn);
+}
+
 void fill_addresses(Connection& conn) {
     if (conn.has_addresses)
         return;

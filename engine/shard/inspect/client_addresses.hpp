@@ -15,6 +15,10 @@ namespace uringfwd::engine {
 std::optional<SocketAddress> socket_peer_of(const Connection& conn);
 SocketAddress socket_local_of(const Connection& conn);
 std::string client_name(const Connection& conn); // for log lines
+// The client's address that counts for the allow/deny lists, per-source limits and a
+// transparent connect: the PROXY header's when one named the client (accept_proxy admits
+// headers from trusted sources only), else the socket's peer.
+std::optional<SocketAddress> client_address_of(const Connection& conn);
 // The client's addresses (inspected or the sockets'), for the observer, selector,
 // Maglev and a PROXY header; two syscalls the first time when not inspected.
 void fill_addresses(Connection& conn);
