@@ -90,6 +90,7 @@ void Engine::Impl::launch() {
         setup.shards = cpus.size();
         setup.doorbells = doorbells_;
         setup.fd_connections = fd_connections_;
+        setup.detached = detached_;
         setup.max_pipes = room_.pipes_per_shard;
         setup.config = &config_;
         setup.routes = routes_;

@@ -91,6 +91,12 @@ public:
     std::error_code hand_over(int client_fd, int upstream_fd, std::string_view route,
                               std::span<const std::byte> already_read);
 
+    // handover.cpp: an upgrade's connection hand-over (docs/handover.md).
+    void set_handover(bool on);
+    std::vector<DetachedConnection> take_detached(std::size_t max, std::chrono::milliseconds wait);
+    std::error_code adopt(DetachedConnection&& conn);
+    std::size_t open_connections() const;
+
 private:
     void launch_shard(engine::ShardSetup setup);
     // fd_budget.cpp: works out room_ and fd_connections_ (throws StartError when there
@@ -196,6 +202,8 @@ private:
     std::map<MemberKey, RuntimeSetting> runtime_; // plan_mu_
     // The configuration being served: config_ with the routes of the last reconfigure().
     EngineConfig current_;
+    // Connections detached for an upgrade's hand-over, on their way to take_detached().
+    std::shared_ptr<engine::DetachedQueue> detached_ = std::make_shared<engine::DetachedQueue>();
     // Looks pool host names up again; declared last, so it stops before the rest goes.
     std::unique_ptr<engine::NameRefresher> names_;
     // Guards routes_ and listeners_ once running: reconfigure() changes them while

@@ -2,6 +2,7 @@
 // API, so an embedding application can do everything this file (and cli/flags/) does.
 #include "uringfwd/engine.hpp"
 
+#include "cli/connection_handover.hpp"
 #include "cli/control/commands.hpp"
 #include "cli/control/control_at_start.hpp"
 #include "cli/control/control_server.hpp"
@@ -358,9 +359,13 @@ int main(int argc, char** argv) {
     // Every shard accepts now (Engine::start returns then). Under systemd an upgraded
     // process becomes the main one before the old one lets go.
     const std::string serving = "serving: " + uringfwd::describe_serving(info);
+    // Declared after `engine`, so it stops before the engine goes.
+    std::unique_ptr<uringfwd::cli::ConnectionReceiver> receiver;
     if (takeover) {
         notify.main_pid_ready(serving);
-        const bool released = takeover->finish(log);
+        const bool take_connections = takeover->offers_connections() &&
+                                      operations.handover == uringfwd::UpgradeHandover::Connections;
+        const bool released = takeover->finish(log, take_connections);
         // A client whose wake-up went to the old process's cancelled accept is still
         // queued: take it now (Engine::rearm_listeners()).
         engine->rearm_listeners();
@@ -370,6 +375,9 @@ int main(int argc, char** argv) {
         // Its control socket is ours now, file and all (the old process leaves it).
         if (released && control && takeover->took_control_socket())
             control->own_file();
+        if (released && take_connections)
+            receiver = std::make_unique<uringfwd::cli::ConnectionReceiver>(
+                takeover->take_conversation(), *engine, log, takeover->old_pid());
         takeover.reset();
     } else {
         notify.ready(serving);
@@ -379,6 +387,7 @@ int main(int argc, char** argv) {
     if (!operations.upgrade_socket.empty() && !upgrade)
         listen_for_successor(); // after the takeover: the old process's socket until now
     pid_t successor = -1;
+    std::unique_ptr<uringfwd::cli::ConnectionSender> sender; // hands connections over
 
     // The first SIGTERM/SIGINT stops accepting and lets connections drain; a second one
     // resets what is left. Waiting with a timeout lets us notice when the drain is over.
@@ -420,7 +429,9 @@ int main(int argc, char** argv) {
         reap_successor(successor, log);
         if (!stopping && upgrade &&
             upgrade->serve_successor(*engine, log, control ? control->listen_fd() : -1,
-                                     control ? control->path() : std::string())) {
+                                     control ? control->path() : std::string(),
+                                     operations.handover ==
+                                         uringfwd::UpgradeHandover::Connections)) {
             // The successor accepts on our sockets and is the main process: no
             // STOPPING=1 from us, which would stop the service.
             if (control && upgrade->successor_took_control())
@@ -429,12 +440,17 @@ int main(int argc, char** argv) {
                 metrics->set_readiness(uringfwd::ops::Readiness::Draining);
             stopping = true;
             stopped_by = "a successor took over";
+            // Connections it takes go as they become quiet; what never does drains.
+            if (uringfwd::ops::UniqueFd conversation = upgrade->take_conversation())
+                sender = std::make_unique<uringfwd::cli::ConnectionSender>(
+                    std::move(conversation), *engine, log, upgrade->successor_pid());
             engine->stop();
         }
-        if (stopping && engine->stopped())
+        if (stopping && engine->stopped() && (!sender || sender->done()))
             break;
     }
     engine->wait();
+    sender.reset();
     control.reset(); // removes the socket file, unless a successor has it
     metrics.reset();
     if (access_log)

@@ -1,4 +1,5 @@
 #include "cli/upgrade.hpp"
+#include "cli/seqpacket.hpp"
 
 #include <fmt/format.h>
 
@@ -20,8 +21,6 @@ extern char** environ;
 namespace uringfwd::cli {
 namespace {
 
-// Below the kernel's SCM_MAX_FD (253, include/net/scm.h) per message.
-constexpr std::size_t kFdsPerMessage = 250;
 // How long either side waits for the other's next message. The old process waits
 // while the new one starts its engine (shards, rings, pipes): seconds at most.
 constexpr int kReplyTimeoutSeconds = 30;
@@ -44,60 +43,6 @@ void set_timeout(int fd) {
     ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }
 
-void send_text(int fd, std::string_view text, const int* fds = nullptr, std::size_t count = 0) {
-    iovec iov{const_cast<char*>(text.data()), text.size()};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kFdsPerMessage)];
-    if (count > 0) {
-        msg.msg_control = control;
-        msg.msg_controllen = CMSG_SPACE(sizeof(int) * count);
-        cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
-        cmsg->cmsg_level = SOL_SOCKET;
-        cmsg->cmsg_type = SCM_RIGHTS;
-        cmsg->cmsg_len = CMSG_LEN(sizeof(int) * count);
-        std::memcpy(CMSG_DATA(cmsg), fds, sizeof(int) * count);
-    }
-    if (::sendmsg(fd, &msg, MSG_NOSIGNAL) < 0)
-        throw std::runtime_error(fmt::format("upgrade socket: send: {}", std::strerror(errno)));
-}
-
-// One message; fds it carries are appended to `fds` (close-on-exec). Throws on an
-// error, a timeout or the peer closing.
-std::string receive_text(int fd, std::vector<ops::UniqueFd>* fds = nullptr) {
-    char buffer[256];
-    iovec iov{buffer, sizeof(buffer)};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kFdsPerMessage)];
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
-    const ssize_t n = ::recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
-    if (n < 0)
-        throw std::runtime_error(
-            fmt::format("upgrade socket: receive: {}",
-                        errno == EAGAIN ? "no answer within 30 s" : std::strerror(errno)));
-    if (n == 0)
-        throw std::runtime_error("upgrade socket: the other process closed the connection");
-    for (cmsghdr* cmsg = CMSG_FIRSTHDR(&msg); cmsg != nullptr; cmsg = CMSG_NXTHDR(&msg, cmsg)) {
-        if (cmsg->cmsg_level != SOL_SOCKET || cmsg->cmsg_type != SCM_RIGHTS)
-            continue;
-        const std::size_t count = (cmsg->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        for (std::size_t i = 0; i < count; ++i) {
-            int passed = -1;
-            std::memcpy(&passed, CMSG_DATA(cmsg) + i * sizeof(int), sizeof(int));
-            ops::UniqueFd owned(passed);
-            if (fds != nullptr)
-                fds->push_back(std::move(owned));
-        }
-    }
-    if (msg.msg_flags & MSG_CTRUNC)
-        throw std::runtime_error("upgrade socket: too many fds in one message");
-    return std::string(buffer, static_cast<std::size_t>(n));
-}
-
 } // namespace
 
 std::optional<UpgradeTakeover> UpgradeTakeover::connect(const std::string& path) {
@@ -115,10 +60,10 @@ std::optional<UpgradeTakeover> UpgradeTakeover::connect(const std::string& path)
             fmt::format("upgrade socket {}: connect: {}", path, std::strerror(errno)));
     }
     set_timeout(out.conn_.get());
-    send_text(out.conn_.get(), "take-over");
+    send_message(out.conn_.get(), "take-over");
     for (;;) {
         std::vector<ops::UniqueFd> passed;
-        const std::string text = receive_text(out.conn_.get(), &passed);
+        const std::string text = receive_message(out.conn_.get(), &passed);
         if (text == "fds") {
             for (ops::UniqueFd& fd : passed)
                 out.fds_.push_back(std::move(fd));
@@ -131,6 +76,7 @@ std::optional<UpgradeTakeover> UpgradeTakeover::connect(const std::string& path)
         }
         if (text.rfind("end ", 0) == 0) {
             out.old_pid_ = static_cast<pid_t>(std::atol(text.c_str() + 4));
+            out.offers_connections_ = text.ends_with(" connections");
             break;
         }
         throw std::runtime_error(fmt::format("upgrade socket: unexpected message '{}'", text));
@@ -153,12 +99,16 @@ std::vector<int> UpgradeTakeover::fds() const {
     return out;
 }
 
-bool UpgradeTakeover::finish(const ProcessLog& log) {
+bool UpgradeTakeover::finish(const ProcessLog& log, bool take_connections) {
     fds_.clear();     // the engine holds its own dups
     control_.reset(); // one we did not take: the old process keeps its own
+    take_connections = take_connections && offers_connections_;
     try {
-        send_text(conn_.get(), control_taken_ ? "accepting control" : "accepting");
-        const std::string reply = receive_text(conn_.get());
+        std::string answer = control_taken_ ? "accepting control" : "accepting";
+        if (take_connections)
+            answer += " connections";
+        send_message(conn_.get(), answer);
+        const std::string reply = receive_message(conn_.get());
         if (reply != "released")
             throw std::runtime_error(fmt::format("upgrade socket: unexpected '{}'", reply));
     } catch (const std::exception& e) {
@@ -166,7 +116,8 @@ bool UpgradeTakeover::finish(const ProcessLog& log) {
                  static_cast<int>(old_pid_));
         return false;
     }
-    conn_.reset();
+    if (!take_connections)
+        conn_.reset();
     return true;
 }
 
@@ -188,7 +139,7 @@ UpgradeListener::~UpgradeListener() {
 }
 
 bool UpgradeListener::serve_successor(Engine& engine, const ProcessLog& log, int control_fd,
-                                      const std::string& control_path) {
+                                      const std::string& control_path, bool offer_connections) {
     if (handed_over_)
         return false;
     ops::UniqueFd conn(::accept4(fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
@@ -205,20 +156,27 @@ bool UpgradeListener::serve_successor(Engine& engine, const ProcessLog& log, int
     }
     set_timeout(conn.get());
     try {
-        if (receive_text(conn.get()) != "take-over")
+        if (receive_message(conn.get()) != "take-over")
             throw std::runtime_error("upgrade socket: unexpected request");
         const std::vector<int> fds = engine.listener_fds();
         for (std::size_t i = 0; i < fds.size(); i += kFdsPerMessage)
-            send_text(conn.get(), "fds", fds.data() + i, std::min(kFdsPerMessage, fds.size() - i));
+            send_message(conn.get(), "fds", fds.data() + i,
+                         std::min(kFdsPerMessage, fds.size() - i));
         if (control_fd >= 0)
-            send_text(conn.get(), "control " + control_path, &control_fd, 1);
-        send_text(conn.get(), fmt::format("end {}", ::getpid()));
+            send_message(conn.get(), "control " + control_path, &control_fd, 1);
+        send_message(conn.get(),
+                     fmt::format("end {}{}", ::getpid(), offer_connections ? " connections" : ""));
         log.info("upgrade: process {} asked for the listening sockets; handed it {}",
                  static_cast<int>(peer.pid), fds.size());
-        const std::string answer = receive_text(conn.get());
+        std::string answer = receive_message(conn.get());
+        const bool takes_connections = offer_connections && answer.ends_with(" connections");
+        if (takes_connections)
+            answer.resize(answer.size() - std::string_view(" connections").size());
         if (answer != "accepting" && answer != "accepting control")
             throw std::runtime_error("upgrade socket: unexpected answer");
         successor_took_control_ = answer == "accepting control";
+        if (takes_connections)
+            conversation_ = std::move(conn);
     } catch (const std::exception& e) {
         log.warn("upgrade: {}; serving on", e.what());
         return false;
@@ -227,13 +185,16 @@ bool UpgradeListener::serve_successor(Engine& engine, const ProcessLog& log, int
     // down), and leave the control socket's path to it.
     engine.release_listeners();
     handed_over_ = true;
+    successor_pid_ = peer.pid;
     fd_.reset();
     try {
-        send_text(conn.get(), "released");
+        send_message(conversation_ ? conversation_.get() : conn.get(), "released");
     } catch (const std::exception&) {
-        // It went away after accepting: nothing for us to undo.
+        // It went away after accepting: nothing for us to undo (a conversation that
+        // failed fails again at the first batch: we keep our connections).
     }
-    log.info("upgrade: process {} accepts now; draining", static_cast<int>(peer.pid));
+    log.info("upgrade: process {} accepts now; {}", static_cast<int>(peer.pid),
+             conversation_ ? "handing over connections as they go quiet" : "draining");
     return true;
 }
 

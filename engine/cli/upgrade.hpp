@@ -9,12 +9,17 @@
 //   new -> old  "take-over"
 //   old -> new  "fds" carrying up to kFdsPerMessage fds, as many as needed; then, when
 //               it serves a control socket (--control), "control PATH" carrying its
-//               listening socket; then "end PID"
+//               listening socket; then "end PID", or "end PID connections" when it
+//               offers its open connections too (handover = "connections"; a successor
+//               that predates the offer reads the pid and ignores the rest)
 //   new -> old  "accepting"       (or the connection closes: the new one failed, and
 //                                  the old one goes on as if nothing happened), or
 //               "accepting control" when it serves the control socket it was given
-//               (its --control is the same PATH): the old one then leaves the file
+//               (its --control is the same PATH): the old one then leaves the file;
+//               either with " connections" after it when it takes the offer
 //   old -> new  "released"
+// and then, when the offer was taken, the connections (connection_handover.hpp) on the
+// same socket.
 #pragma once
 
 #include "cli/process_log.hpp"
@@ -45,10 +50,16 @@ public:
     ops::UniqueFd take_control_socket(const std::string& path);
     bool took_control_socket() const { return control_taken_; }
 
-    // Our engine accepts on the sockets: tells the old process to let go and waits
-    // (bounded) until it has. False, with the reason logged, when it did not answer;
-    // both then accept on the sockets until it ends, which loses nothing.
-    bool finish(const ProcessLog& log);
+    // The old process offers its open connections once its listeners are ours.
+    bool offers_connections() const { return offers_connections_; }
+    // Our engine accepts on the sockets: tells the old process to let go (and, with
+    // `take_connections`, that we take its connections) and waits (bounded) until it
+    // has. False, with the reason logged, when it did not answer; both then accept on
+    // the sockets until it ends, which loses nothing.
+    bool finish(const ProcessLog& log, bool take_connections = false);
+    // After finish() returned true with take_connections: the socket its connections
+    // come on (ConnectionReceiver).
+    ops::UniqueFd take_conversation() { return std::move(conn_); }
 
 private:
     ops::UniqueFd conn_;
@@ -57,6 +68,7 @@ private:
     std::string control_path_;
     ops::UniqueFd control_;
     bool control_taken_ = false;
+    bool offers_connections_ = false;
 };
 
 // The running process's side.
@@ -75,17 +87,24 @@ public:
     // engine's listeners are released (Engine::release_listeners()) and this socket
     // is closed; the caller then drains with Engine::stop(). False otherwise, with
     // what went wrong logged; the engine serves on.
+    // `offer_connections`: hand over open connections too (handover = "connections").
     bool serve_successor(Engine& engine, const ProcessLog& log, int control_fd = -1,
-                         const std::string& control_path = {});
+                         const std::string& control_path = {}, bool offer_connections = false);
     // After serve_successor() returned true: the successor serves the control socket
     // too (its file is the successor's to remove).
     bool successor_took_control() const { return successor_took_control_; }
+    // After serve_successor() returned true: the successor takes the open connections,
+    // over this socket (ConnectionSender); invalid when it does not.
+    ops::UniqueFd take_conversation() { return std::move(conversation_); }
+    pid_t successor_pid() const { return successor_pid_; }
 
 private:
     std::string path_;
     ops::UniqueFd fd_;
     bool handed_over_ = false;
     bool successor_took_control_ = false;
+    ops::UniqueFd conversation_; // kept for the connections' hand-over
+    pid_t successor_pid_ = -1;
 };
 
 // SIGRTMIN+1: starts the successor of this process, the binary now at our executable's

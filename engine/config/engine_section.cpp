@@ -180,6 +180,9 @@ void read_engine_section(const toml::table& table, const TopologyReader& read_to
     read_metrics(reader, operations);
     if (const auto v = reader.string("access_log"))
         operations.access_log = *v;
+    if (const auto v = reader.one_of("handover", {"connections", "listeners"}))
+        operations.handover =
+            *v == "listeners" ? UpgradeHandover::Listeners : UpgradeHandover::Connections;
     if (const auto v = reader.one_of("access_log_format", {"text", "json"}))
         operations.access_log_format = *parse_access_log_format(*v);
     if (const auto v = reader.duration("access_log_flush", microseconds{1ms}, microseconds{1h}))

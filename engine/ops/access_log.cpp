@@ -77,6 +77,10 @@ AccessLog::Ring* AccessLog::ring_of(int shard) {
 }
 
 void AccessLog::on_close(const ConnectionRecord& record) {
+    // Carried on by the process it was handed over to, which logs it once, when it
+    // really ends, with its whole history (docs/handover.md).
+    if (record.reason == CloseReason::HandedOver)
+        return;
     Ring* ring = ring_of(record.info.shard);
     if (ring == nullptr) {
         out_of_range_.fetch_add(1, std::memory_order_relaxed);

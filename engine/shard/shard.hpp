@@ -8,6 +8,7 @@
 #include "net/socket_address.hpp"
 #include "pipes/pipe_pool.hpp"
 #include "shard/connection/connections.hpp"
+#include "shard/detached_queue.hpp"
 #include "shard/listener.hpp"
 #include "shard/loop/mailbox.hpp"
 #include "shard/loop/shard_context.hpp"
@@ -29,6 +30,7 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -50,6 +52,8 @@ struct ShardSetup {
     std::vector<ListenerSetup> listeners; // listener i has index i
     int cpu = -1;                         // pin to this CPU (-1: don't pin)
     std::vector<int> worker_cpus;         // io-wq affinity (empty: leave as is)
+    // Where its connections go while the engine hands them over (never null).
+    std::shared_ptr<DetachedQueue> detached;
 };
 
 // A new configuration for a running shard (Engine::reconfigure).
@@ -71,6 +75,9 @@ struct Handoff {
     UnservedSocket upstream{}; // forward_pair: connected by the application
     std::string route{};
     std::vector<std::byte> preamble{}; // read from the client before the hand-over
+    // Engine::adopt: a connection another engine detached (an upgrade's hand-over),
+    // with its upstream; taken even while the shard drains.
+    std::optional<Resumed> resumed{};
 };
 
 class Shard {
@@ -97,6 +104,11 @@ public:
     // on (taken from `handoff`); one taken while the shard is stopping is reset. False,
     // with `handoff` left as it was, once the shard has ended.
     bool hand_over(Handoff& handoff);
+    // On the shard's thread only (through post()): an upgrade's connection hand-over
+    // starts (every quiet connection is detached into ShardSetup::detached) or ends.
+    // While it is on, a stopping shard does not end (a detached connection the
+    // successor refuses comes back).
+    void set_handover(bool on);
 
     // Thread-safe: runs `task` on the shard's thread between two batches of completions
     // and returns once it has run; false, without running it, once the shard has ended.

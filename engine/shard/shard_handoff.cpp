@@ -55,7 +55,9 @@ bool Shard::hand_over(Handoff& handoff) {
 // Dropped without a word while the shard stops, as one refused is; its sockets are
 // reset as they go (the stream is cut before it began).
 void Shard::take_handoff(Handoff& handoff) {
-    if (stopping_)
+    // One the successor of an upgrade refused comes back to a draining shard: it was
+    // open all along, and drains with the rest.
+    if (stopping_ && !handoff.resumed)
         return;
     ShardRoute* route = nullptr;
     for (auto& each : routes_)
@@ -68,7 +70,7 @@ void Shard::take_handoff(Handoff& handoff) {
                   handoff.route);
         return;
     }
-    if (handoff.upstream.valid())
+    if (handoff.upstream.valid() && !handoff.resumed)
         read_what_waits(handoff);
     // Plain fds (the caller's): a unit of the fd limit's connections; an upstream the
     // engine opens goes into a slot with direct descriptors.
@@ -78,7 +80,17 @@ void Shard::take_handoff(Handoff& handoff) {
     admit(*route, {.client = std::move(handoff.client),
                    .preamble = std::move(handoff.preamble),
                    .upstream = std::move(handoff.upstream),
-                   .units = units});
+                   .units = units,
+                   .resumed = std::move(handoff.resumed)});
+}
+
+void Shard::set_handover(bool on) {
+    if (!on) {
+        connections_->set_handover({});
+        return;
+    }
+    connections_->set_handover(
+        [queue = setup_.detached](DetachedConnection&& conn) { queue->push(std::move(conn)); });
 }
 
 } // namespace uringfwd::engine

@@ -7,6 +7,7 @@
 
 #include "routing/pool_state.hpp"
 #include "routing/route_table.hpp"
+#include "shard/connection/resumed.hpp"
 #include "shard/inspect/inspect.hpp"
 #include "shard/socket_units.hpp"
 #include "shard/unserved_socket.hpp"
@@ -17,6 +18,7 @@
 #include <cstddef>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace uringfwd::engine {
@@ -44,6 +46,9 @@ struct WaitingClient {
     // Holds a unit of the route's limit (SharedLimit::Taken::Counted), given back when
     // its connection closes; set when it is let in.
     bool route_counted = false;
+    // Adopted from another engine (an upgrade's hand-over) with its upstream: what it
+    // had done there.
+    std::optional<Resumed> resumed = std::nullopt;
 };
 
 struct ShardRoute {

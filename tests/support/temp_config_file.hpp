@@ -13,10 +13,11 @@ namespace uringfwd::test {
 
 class ConfigFile {
 public:
-    explicit ConfigFile(const std::string& text)
+    // `tag` tells apart two files of one test.
+    explicit ConfigFile(const std::string& text, const std::string& tag = "")
         : path_(::testing::TempDir() + "uring-fwd-cli-" + std::to_string(::getpid()) + "-" +
                 file_name_part(::testing::UnitTest::GetInstance()->current_test_info()->name()) +
-                ".toml") {
+                (tag.empty() ? "" : "-" + tag) + ".toml") {
         write(text);
     }
     ~ConfigFile() { ::unlink(path_.c_str()); }

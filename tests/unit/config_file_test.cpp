@@ -69,6 +69,7 @@ bulk_coalesce = "400us"
 bulk_park = "20ms"
 drain_timeout = "2m"
 upgrade_socket = "/run/uring-fwd/upgrade.sock"
+handover = "listeners"
 control = "/run/uring-fwd/control.sock"
 control_mode = "0660"
 control_group = "adm"
@@ -135,6 +136,7 @@ listen = ":5432"
     EXPECT_EQ(c.drain_timeout, 2min);
     EXPECT_EQ(c.log_level, LogLevel::Debug);
     EXPECT_EQ(result.operations.upgrade_socket, "/run/uring-fwd/upgrade.sock");
+    EXPECT_EQ(result.operations.handover, UpgradeHandover::Listeners);
     EXPECT_EQ(result.operations.control, "/run/uring-fwd/control.sock");
     EXPECT_EQ(result.operations.control_mode, 0660u);
     EXPECT_EQ(result.operations.control_group, "adm");
@@ -523,6 +525,8 @@ const ErrorCase kErrorCases[] = {
     {"UpgradeSocketRelative", engine("upgrade_socket = \"run/u.sock\"\n"),
      {"t.toml:2: [engine] upgrade_socket must be an absolute path of at most 107 bytes, not "
       "\"run/u.sock\""}},
+    {"HandoverUnknown", engine("handover = \"both\"\n"),
+     {"t.toml:2: [engine] handover must be connections or listeners, not \"both\""}},
     {"ControlRelative", engine("control = \"ctl.sock\"\n"),
      {"t.toml:2: [engine] control must be an absolute path of at most 107 bytes, not "
       "\"ctl.sock\""}},

@@ -73,6 +73,7 @@ struct Flags {
     std::string access_log_format = "text";
     std::string access_log_flush = default_duration(OperationsConfig{}.access_log_flush);
     std::string upgrade_socket;
+    std::string handover;
     std::string control;
 };
 

@@ -32,6 +32,13 @@ void add_operation_flags(CLI::App& app, Flags& flags) {
                    "one drains; SIGRTMIN+1 makes the running process start its successor "
                    "(the binary now at its path, same arguments)")
         ->type_name("PATH");
+    app.add_option("--handover", flags.handover,
+                   "what an upgrade hands the successor: connections (the listening sockets, "
+                   "then every open connection as soon as it is quiet; the old process "
+                   "exits once they are gone) or listeners (the old process drains its "
+                   "connections)")
+        ->check(CLI::IsMember({"connections", "listeners"}))
+        ->default_str("connections");
     control::add_control_flag(app, flags.control);
 }
 
@@ -60,6 +67,9 @@ void apply_operation_flags(const CLI::App& app, const Flags& flags, OperationsCo
                              quote_input(flags.upgrade_socket)));
         operations.upgrade_socket = flags.upgrade_socket;
     }
+    if (app.count("--handover") > 0)
+        operations.handover = flags.handover == "listeners" ? UpgradeHandover::Listeners
+                                                            : UpgradeHandover::Connections;
     control::apply_control_flag(app, flags.control, operations);
 }
 

@@ -44,7 +44,9 @@
       "accept_proxy: the client did not start with a valid PROXY v1/v2 header")                    \
     R(arg, Denied, denied, "the route's allow/deny lists do not let the client's address in")      \
     R(arg, SourceLimit, source_limit,                                                              \
-      "the client's source was at max_connections_per_source or connection_rate_per_source")
+      "the client's source was at max_connections_per_source or connection_rate_per_source")       \
+    R(arg, HandedOver, handed_over,                                                                \
+      "detached whole, open, for another engine to carry on (an upgrade's connection hand-over)")
 
 namespace uringfwd {
 
@@ -61,10 +63,11 @@ std::string_view to_string(CloseReason reason);
 
 // Whether the connection is closed with RST on both sides (SO_LINGER {1, 0}) rather
 // than FIN: every reason but a clean end, an idle timeout or max_duration means the stream
-// was cut. The last two end it on purpose, so both peers see an orderly end.
+// was cut. The last two end it on purpose, so both peers see an orderly end. A connection
+// handed over is not closed at all: its sockets went to another engine.
 constexpr bool closes_with_reset(CloseReason reason) {
     return reason != CloseReason::Clean && reason != CloseReason::IdleTimeout &&
-           reason != CloseReason::MaxDuration;
+           reason != CloseReason::MaxDuration && reason != CloseReason::HandedOver;
 }
 
 } // namespace uringfwd

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "uringfwd/config.hpp"
+#include "uringfwd/handover.hpp"
 #include "uringfwd/runtime.hpp"
 #include "uringfwd/stats.hpp"
 
@@ -206,6 +207,29 @@ public:
     // the engine owns both fds (both made non-blocking, TCP ones given TCP_NODELAY);
     // what the client has sent by then is read at once and sent first.
     std::error_code forward_pair(int client_fd, int upstream_fd, std::string_view route);
+
+    // An upgrade that keeps its connections (docs/handover.md). In the old engine, after
+    // release_listeners(): begin_handover() has every shard detach each forwarding
+    // connection as soon as it is quiet (nothing held in a pipe or buffer, nothing in
+    // flight but its reads), counted as closed_handed_over; take_detached() gives up to
+    // `max` of them, waiting up to `wait` for the first. The caller owns what it takes:
+    // pass the fds to the new engine (SCM_RIGHTS), and give back any it refused with
+    // adopt(). end_handover() stops detaching (the successor went away); a stopping
+    // engine does not stop while a hand-over is on. Connections still connecting or
+    // inspecting are detached once they forward; one that never goes quiet stays (the
+    // drain timeout ends it). open_connections(): how many the shards hold now.
+    void begin_handover();
+    void end_handover();
+    std::vector<DetachedConnection> take_detached(std::size_t max, std::chrono::milliseconds wait);
+    std::size_t open_connections() const;
+    // The new engine's half: carries a detached connection on, in the shard of the CPU
+    // its client's packets arrive on (else the least busy), from where the old engine
+    // stopped; its route is found by name, its member by name (counted among the
+    // member's connections), its bytes and times go on from what they were. Taken even
+    // by a stopping engine (the old one takes back what the new one refused). On success
+    // the engine owns the fds; on error `conn` keeps them: std::errc::invalid_argument
+    // (no route of that name), bad_file_descriptor, operation_canceled (the engine ended).
+    std::error_code adopt(DetachedConnection&& conn);
 
     // Counters summed over shards, and per shard. Cheap enough to poll every second.
     EngineStats stats() const;

@@ -8,11 +8,14 @@
 #include "uringfwd/endpoint.hpp"
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 
 namespace uringfwd {
+
+enum class UpgradeHandover : uint8_t { Connections, Listeners };
 
 enum class AccessLogFormat {
     Text, // one line of key=value pairs
@@ -37,6 +40,11 @@ struct OperationsConfig {
     // upgrade needs (Engine::listener_fds(), release_listeners(),
     // EngineConfig::Inherited::inherited_listeners); docs/service.md.
     std::string upgrade_socket;
+    // What an upgrade hands the successor (--handover, [engine] handover;
+    // docs/handover.md): its listening sockets and then every open connection, each as
+    // soon as it is quiet (Connections, the default), or the listening sockets only,
+    // the old process draining its connections (Listeners).
+    UpgradeHandover handover = UpgradeHandover::Connections;
     // The binary's runtime control socket (--control, [engine] control; `uring-fwd ctl`
     // talks to it): a Unix stream socket at this path (the same rule as upgrade_socket:
     // is_upgrade_socket_path()); empty: none. Its file is made with control_mode, owner

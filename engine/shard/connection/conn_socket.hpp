@@ -33,6 +33,10 @@ public:
         installed_.reset();
     }
 
+    // The fd that stands for the socket, taken out for another process (a hand-over):
+    // the plain one, or the one installed for the slot (which the caller then closes).
+    int take_fd() { return slot_ >= 0 ? installed_.release() : plain_.release(); }
+
     // The plain fd installed for the slot (see above); taken over.
     void set_installed(int fd) { installed_.reset(fd); }
     bool installing = false; // an install of a plain fd for the slot is in flight

@@ -8,6 +8,7 @@
 #include "routing/source_limits.hpp"
 #include "routing/tried_set.hpp"
 #include "shard/connection/conn_socket.hpp"
+#include "shard/connection/resumed.hpp"
 #include "shard/directions/direction_state.hpp"
 #include "shard/inspect/inspect.hpp"
 #include "shard/loop/op_tag.hpp"
@@ -81,6 +82,14 @@ struct ObserverRecord {
     bool observed = false;         // the observer's on_open has been called
 };
 
+// An upgrade's connection hand-over (connection_handover.cpp): how far this one is.
+enum class HandoverStep : uint8_t {
+    None,       // served here (and not tried yet)
+    Pausing,    // quiet: its reads and watches are being cancelled
+    Installing, // paused: plain fds are being installed for its slots, to pass on
+    Unmovable,  // tried and could not be (no fd for a slot): served here to its end
+};
+
 struct Connection {
     uint32_t slot = 0; // its place in the table, fixed for the table's lifetime
     uint32_t generation = 0;
@@ -117,6 +126,11 @@ struct Connection {
     std::size_t preamble_sent = 0;
     std::size_t preamble_own = 0;
     bool caller_upstream = false; // Engine::forward_pair: the upstream is the caller's
+    HandoverStep handover = HandoverStep::None;
+    // Per Side, while it hands over: the read (a poll, a receive) is being cancelled;
+    // it was, and the direction waits to be detached or to read again.
+    bool cancelling[2] = {false, false};
+    bool paused[2] = {false, false};
 
     // The inspect phase's state (inspect.hpp), for connections that go through it
     // only, from open() to the end of the phase: none for routes without inspectors.

@@ -56,7 +56,14 @@ int Connections::open(ShardRoute& r, WaitingClient&& client) {
         notify_open(conn);
         client.upstream.serve_into(conn.upstream);
         conn.caller_upstream = true;
+        if (client.resumed)
+            resume(conn, *client.resumed);
+        // Taken back from a successor that refused it: this engine keeps it to its end.
+        if (client.resumed && detached_)
+            conn.handover = HandoverStep::Unmovable;
         start_forwarding(conn);
+        if (client.resumed)
+            conn.record.connected_at = client.resumed->connected_at;
         return 0;
     }
     if (client.inspect && (!r.inspectors.empty() || client.listener_inspector)) {
@@ -97,6 +104,14 @@ void Connections::on_completion(const OpTag& t, const uring::Completion& c) {
     }
     Connection& conn = *found;
     shard_.io.completed(conn.in_flight, t, c);
+    if (conn.phase == Phase::Forwarding &&
+        (conn.handover == HandoverStep::Pausing || conn.handover == HandoverStep::Installing ||
+         conn.cancelling[0] || conn.cancelling[1]) &&
+        on_handover_completion(conn, t, c)) {
+        advance_handover(conn);
+        settle(conn);
+        return;
+    }
     switch (t.op) {
     case Op::Connect:
         connector_.on_connected(conn, c.result);
@@ -173,6 +188,7 @@ void Connections::on_completion(const OpTag& t, const uring::Completion& c) {
             Outcome::failed(CloseReason::LocalError, "an unknown operation on", "connection", 0));
         break;
     }
+    advance_handover(conn); // a pause waits for this operation of its to come back
     settle(conn);
 }
 
@@ -223,6 +239,10 @@ void Connections::handle(Connection& conn, Side side, const Outcome& outcome) {
 void Connections::close(Connection& conn, CloseReason reason) {
     if (conn.phase == Phase::Closing)
         return;
+    if (conn.handover == HandoverStep::Pausing || conn.handover == HandoverStep::Installing) {
+        --pausing_; // reset while it was being paused (a watch saw it)
+        conn.handover = HandoverStep::None;
+    }
     conn.phase = Phase::Closing;
     conn.close_reason = reason;
     connector_.stop_waiting_member(conn); // cancels its timer
@@ -278,7 +298,10 @@ void Connections::finalize(Connection& conn) {
     ++r.closed[static_cast<std::size_t>(conn.close_reason)];
     ShardCounters& counters = shard_.io.counters();
     bump(counters.closed(conn.close_reason));
-    count_closed(conn, counters);
+    // A connection's bytes and times are counted once, by the engine where it ends: one
+    // handed over is counted by the one that carries it on, from its first byte.
+    if (conn.close_reason != CloseReason::HandedOver)
+        count_closed(conn, counters);
     const SocketUnits units = conn.units;
     table_.release(conn); // closes both sockets: their units may go back now
     drop(counters.active);
@@ -286,6 +309,8 @@ void Connections::finalize(Connection& conn) {
 }
 
 void Connections::after_batch() {
+    if (detached_)
+        pause_quiet_connections();
     if (connector_.room_given_back())
         connector_.resume_member_waiters();
     directions_.resume_waiters(table_, [this](Connection& conn, Side side, const Outcome& o) {

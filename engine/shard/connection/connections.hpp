@@ -15,6 +15,7 @@
 #include "shard/loop/shard_context.hpp"
 #include "shard/shard_route.hpp"
 #include "support/log_throttle.hpp"
+#include "uringfwd/handover.hpp"
 #include "uringfwd/runtime.hpp"
 
 #include <cstddef>
@@ -81,6 +82,15 @@ public:
                                     const std::function<bool(std::size_t)>& member,
                                     CloseReason reason);
 
+    // connection_handover.cpp: an upgrade's connection hand-over (docs/handover.md).
+    // With a sink, every forwarding connection is detached as soon as it is quiet (no
+    // byte held, nothing in flight but its reads) and given to `sink`, which owns its
+    // sockets from then on; without one (the hand-over ended), those being paused are
+    // served on.
+    using DetachedSink = std::function<void(DetachedConnection&&)>;
+    void set_handover(DetachedSink sink);
+    bool handing_over() const { return static_cast<bool>(detached_); }
+
     std::size_t active() const { return table_.active(); }
     Directions& directions() { return directions_; }
 
@@ -119,6 +129,21 @@ private:
     void on_preamble_sent(Connection& conn, int result);
     void handle(Connection& conn, Side side, const Outcome& outcome);
     void finalize(Connection& conn);
+    // connection_handover.cpp
+    void pause_quiet_connections();
+    bool quiet(const Connection& conn) const;
+    void pause(Connection& conn);
+    // A completion of a connection being paused: true when it is the pause's own (a
+    // cancelled read, a cancel, an fd installed); false when the data path must see it
+    // (it moved after all: the pause is called off).
+    bool on_handover_completion(Connection& conn, const OpTag& tag, const uring::Completion& c);
+    // Once nothing is in flight: the next step (install fds for slots, or detach).
+    void advance_handover(Connection& conn);
+    // Calls the pause off: its directions read again.
+    void resume_paused(Connection& conn);
+    void detach(Connection& conn);
+    // An adopted connection takes on what it had done in the engine it came from.
+    void resume(Connection& conn, const Resumed& from);
     // connection_control.cpp
     static bool matches(const Connection& conn, std::string_view route, std::string_view member);
     std::string upstream_text(const Connection& conn) const;
@@ -129,8 +154,10 @@ private:
     ConnectionTable table_;
     UpstreamConnector connector_; // after table_: it holds a reference to it
     Inspection inspection_;
-    SourceGate gate_;     // allow/deny and per-source limits, before the upstream is chosen
-    uint64_t opened_ = 0; // connections opened: the low bits of their ids
+    SourceGate gate_;         // allow/deny and per-source limits, before the upstream is chosen
+    uint64_t opened_ = 0;     // connections opened: the low bits of their ids
+    DetachedSink detached_;   // set while the engine hands its connections over
+    std::size_t pausing_ = 0; // connections Pausing or Installing
     LogThrottle table_full_log_;
     LogThrottle socket_control_log_;
 };

@@ -80,6 +80,13 @@ Outcome Directions::on_completion(Connection& conn, Side side, Op op, const urin
     return Outcome::failed(CloseReason::LocalError, "an unknown operation on", "connection", 0);
 }
 
+Outcome Directions::resume_reading(Connection& conn, Side side) {
+    if (conn.dir(side).state == DirState::Copying)
+        return pump_copy(conn, side);
+    start_reading(conn, side);
+    return Outcome::running();
+}
+
 // ---------------------------------------------------------------- splice path
 
 void Directions::start_reading(Connection& conn, Side side) {

@@ -81,6 +81,10 @@ public:
     // The shard stops: no more retry timers; cancels the one armed.
     void stop();
 
+    // A direction whose read (PollingIn's poll, Copying's receive) a hand-over's pause
+    // cancelled, and whose pause was called off: it reads again.
+    Outcome resume_reading(Connection& conn, Side side);
+
     // The connection is closing: interrupts the splices that may be waiting in the
     // kernel because a socket of it is parked (bulk_park), which neither a cancel by
     // fd (it matches a splice by its output, a pipe) nor a timeout would end promptly.

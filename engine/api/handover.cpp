@@ -1,0 +1,107 @@
+// An upgrade's connection hand-over, the engine's half (docs/handover.md): the shards
+// detach their quiet connections into detached_ (Connections::set_handover), the
+// caller takes them and passes them on; the engine that receives them adopts each into
+// the shard of the CPU the client's packets arrive on, which carries it on where the
+// other one stopped.
+#include "api/engine_impl.hpp"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace uringfwd {
+
+void DetachedConnection::close_fds() {
+    for (int* fd : {&client_, &upstream_}) {
+        if (*fd >= 0)
+            ::close(*fd);
+        *fd = -1;
+    }
+}
+
+void Engine::Impl::set_handover(bool on) {
+    for (const auto& shard : shards_) {
+        engine::Shard* s = shard.get();
+        (void)s->call([s, on] { s->set_handover(on); });
+    }
+}
+
+std::vector<DetachedConnection> Engine::Impl::take_detached(std::size_t max,
+                                                            std::chrono::milliseconds wait) {
+    return detached_->take(max, wait);
+}
+
+std::size_t Engine::Impl::open_connections() const {
+    std::size_t open = 0;
+    for (const auto& shard : shards_)
+        open += shard->counters().active.load(std::memory_order_acquire);
+    return open;
+}
+
+std::error_code Engine::Impl::adopt(DetachedConnection&& conn) {
+    if (conn.client_fd() < 0 || conn.upstream_fd() < 0)
+        return std::make_error_code(std::errc::bad_file_descriptor);
+    {
+        std::lock_guard lock(plan_mu_);
+        bool known = false;
+        for (const engine::Route& each : routes_->routes)
+            known |= each.name == conn.route;
+        if (!known)
+            return std::make_error_code(std::errc::invalid_argument);
+    }
+    // The shard of the CPU the client's packets are processed on (what steering would
+    // have chosen for it, SO_INCOMING_CPU), else the one with fewest open. The sockets
+    // are non-blocking and have TCP_NODELAY already: those are flags of the open file
+    // and the socket, which SCM_RIGHTS passes as they are.
+    int cpu = -1;
+    socklen_t len = sizeof(cpu);
+    if (::getsockopt(conn.client_fd(), SOL_SOCKET, SO_INCOMING_CPU, &cpu, &len) != 0)
+        cpu = -1;
+    engine::Shard* target = nullptr;
+    uint64_t fewest = UINT64_MAX;
+    for (const auto& shard : shards_) {
+        if (cpu >= 0 && shard->cpu() == cpu) {
+            target = shard.get();
+            break;
+        }
+        uint64_t open = shard->counters().active.load(std::memory_order_relaxed);
+        if (open < fewest) {
+            fewest = open;
+            target = shard.get();
+        }
+    }
+    engine::Handoff handoff{
+        .client = engine::UnservedSocket::plain(conn.client_fd()),
+        .upstream = engine::UnservedSocket::plain(conn.upstream_fd()),
+        .route = conn.route,
+        .resumed = engine::Resumed{.member = conn.member,
+                                   .bytes = {conn.bytes_to_upstream, conn.bytes_to_client},
+                                   .opened_at = conn.opened_at,
+                                   .connected_at = conn.connected_at},
+    };
+    if (!target->hand_over(handoff)) { // the shard has ended: the caller keeps the fds
+        (void)handoff.client.release_fd();
+        (void)handoff.upstream.release_fd();
+        return std::make_error_code(std::errc::operation_canceled);
+    }
+    conn.release_fds();
+    return {};
+}
+
+void Engine::begin_handover() {
+    impl_->set_handover(true);
+}
+void Engine::end_handover() {
+    impl_->set_handover(false);
+}
+std::vector<DetachedConnection> Engine::take_detached(std::size_t max,
+                                                      std::chrono::milliseconds wait) {
+    return impl_->take_detached(max, wait);
+}
+std::error_code Engine::adopt(DetachedConnection&& conn) {
+    return impl_->adopt(std::move(conn));
+}
+std::size_t Engine::open_connections() const {
+    return impl_->open_connections();
+}
+
+} // namespace uringfwd

@@ -1,0 +1,250 @@
+#include "cli/connection_handover.hpp"
+#include "cli/seqpacket.hpp"
+
+#include <fmt/format.h>
+
+#include <sys/socket.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace uringfwd::cli {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+constexpr std::string_view kBatch = "conns";
+constexpr std::string_view kAdopted = "adopted ";
+constexpr std::size_t kFieldsPerRecord = 6;
+// A record is two names (a route's, a member's: at most a Unix path of 107 bytes and a
+// host name of 255) and four numbers: well under 1 KiB.
+constexpr std::size_t kMaxBatchBytes = 16 + kConnectionsPerBatch * 1024;
+
+int64_t ticks(Clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+Clock::time_point from_ticks(std::string_view text) {
+    return Clock::time_point(
+        std::chrono::nanoseconds(std::strtoll(std::string(text).c_str(), nullptr, 10)));
+}
+
+uint64_t number(std::string_view text) {
+    return std::strtoull(std::string(text).c_str(), nullptr, 10);
+}
+
+void append_field(std::string& out, std::string_view field) {
+    out += field;
+    out += '\0';
+}
+
+void send_batch(int fd, const std::vector<DetachedConnection>& batch) {
+    std::string text(kBatch);
+    text += '\0';
+    std::vector<int> fds;
+    for (const DetachedConnection& c : batch) {
+        append_field(text, c.route);
+        append_field(text, c.member);
+        append_field(text, std::to_string(c.bytes_to_upstream));
+        append_field(text, std::to_string(c.bytes_to_client));
+        append_field(text, std::to_string(ticks(c.opened_at)));
+        append_field(text, std::to_string(ticks(c.connected_at)));
+        fds.push_back(c.client_fd());
+        fds.push_back(c.upstream_fd());
+    }
+    send_message(fd, text, fds.data(), fds.size());
+}
+
+std::vector<std::string_view> split_fields(std::string_view text) {
+    std::vector<std::string_view> out;
+    while (!text.empty()) {
+        const std::size_t end = text.find('\0');
+        out.push_back(text.substr(0, end));
+        if (end == std::string_view::npos)
+            break;
+        text.remove_prefix(end + 1);
+    }
+    return out;
+}
+
+std::string count_of(std::size_t n) {
+    return fmt::format("{} connection{}", n, n == 1 ? "" : "s");
+}
+
+long long millis_since(Clock::time_point start) {
+    return static_cast<long long>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count());
+}
+
+// Neither side gives up on the other by the clock. The next batch may be long in coming
+// (a connection that is never quiet keeps the old process until its drain timeout);
+// and an answer must never be given up on while the successor lives: it may hold the
+// batch already, and a connection both processes served would be torn apart. A
+// process that ends closes its end, which the other sees at once.
+void wait_without_timeout(int fd) {
+    timeval none{0, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
+}
+
+} // namespace
+
+ConnectionSender::ConnectionSender(ops::UniqueFd conversation, Engine& engine,
+                                   const ProcessLog& log, pid_t successor)
+    : conversation_(std::move(conversation)), engine_(engine), log_(log), successor_(successor) {
+    wait_without_timeout(conversation_.get());
+    thread_ = std::thread([this] { run(); });
+}
+
+ConnectionSender::~ConnectionSender() {
+    if (thread_.joinable())
+        thread_.join();
+}
+
+void ConnectionSender::run() {
+    const Clock::time_point start = Clock::now();
+    std::size_t moved = 0;
+    std::size_t kept = 0;
+    bool gone = false;
+    // Ours again: the successor refused it or went away before it said it holds it.
+    auto take_back = [&](DetachedConnection&& c) {
+        ++kept;
+        if (engine_.adopt(std::move(c)))
+            log_.warn("upgrade: a connection the successor did not take could not be "
+                      "served on; it is closed");
+    };
+    engine_.begin_handover();
+    for (;;) {
+        // Asked before the queue: once the shards hold none, everything they detached
+        // is in the queue already.
+        const bool none_left = engine_.open_connections() == 0;
+        std::vector<DetachedConnection> batch = engine_.take_detached(kConnectionsPerBatch, 50ms);
+        if (batch.empty()) {
+            if (none_left)
+                break;
+            continue;
+        }
+        std::string reply;
+        try {
+            send_batch(conversation_.get(), batch);
+            reply =
+                receive_message(conversation_.get(), nullptr, kAdopted.size() + batch.size() + 1);
+            if (!reply.starts_with(kAdopted) || reply.size() != kAdopted.size() + batch.size())
+                throw std::runtime_error(
+                    fmt::format("upgrade socket: unexpected answer '{}'", reply));
+        } catch (const std::exception& e) {
+            log_.warn("upgrade: {}; process {} gets no more connections, the rest are "
+                      "served here",
+                      e.what(), static_cast<int>(successor_));
+            gone = true;
+        }
+        for (std::size_t i = 0; i < batch.size(); ++i) {
+            if (!gone && reply[kAdopted.size() + i] == '1')
+                ++moved; // ours closes with `batch`; the successor's copy carries it on
+            else
+                take_back(std::move(batch[i]));
+        }
+        if (gone)
+            break;
+    }
+    engine_.end_handover();
+    // Detached after the last batch was taken: the hand-over ended for them.
+    for (DetachedConnection& c : engine_.take_detached(SIZE_MAX, 0ms))
+        take_back(std::move(c));
+    if (!gone) {
+        try {
+            send_message(conversation_.get(), fmt::format("end {}", moved));
+        } catch (const std::exception&) {
+        }
+    }
+    log_.info("upgrade: handed {} over to process {} in {} ms{}", count_of(moved),
+              static_cast<int>(successor_), millis_since(start),
+              kept > 0 ? fmt::format("; {} kept here", count_of(kept)) : std::string());
+    done_.store(true, std::memory_order_release);
+}
+
+ConnectionReceiver::ConnectionReceiver(ops::UniqueFd conversation, Engine& engine,
+                                       const ProcessLog& log, pid_t old_process)
+    : conversation_(std::move(conversation)), engine_(engine), log_(log),
+      old_process_(old_process) {
+    wait_without_timeout(conversation_.get());
+    thread_ = std::thread([this] { run(); });
+}
+
+ConnectionReceiver::~ConnectionReceiver() {
+    ::shutdown(conversation_.get(), SHUT_RDWR); // wakes the receive: it ends
+    if (thread_.joinable())
+        thread_.join();
+}
+
+void ConnectionReceiver::run() {
+    const Clock::time_point start = Clock::now();
+    std::size_t adopted = 0;
+    std::size_t refused = 0;
+    std::string ended_by = "it ended";
+    for (;;) {
+        std::vector<ops::UniqueFd> fds;
+        std::string message;
+        try {
+            message = receive_message(conversation_.get(), &fds, kMaxBatchBytes);
+        } catch (const std::exception& e) {
+            // What it sent with this message is closed (our copies): the old process
+            // has not heard from us, and keeps its own.
+            ended_by = e.what();
+            break;
+        }
+        if (message.starts_with("end")) {
+            ended_by.clear();
+            break;
+        }
+        std::vector<std::string_view> fields = split_fields(message);
+        if (fields.empty() || fields.front() != kBatch) {
+            ended_by = fmt::format("unexpected message '{}'", fields.empty() ? "" : fields.front());
+            break;
+        }
+        fields.erase(fields.begin());
+        std::string reply(kAdopted);
+        const std::size_t records = fields.size() / kFieldsPerRecord;
+        for (std::size_t i = 0; i < records; ++i) {
+            const std::string_view* f = &fields[i * kFieldsPerRecord];
+            if (2 * i + 1 >= fds.size()) { // fewer fds than records: not for us
+                reply += '0';
+                continue;
+            }
+            DetachedConnection c(fds[2 * i].release(), fds[2 * i + 1].release());
+            c.route = f[0];
+            c.member = f[1];
+            c.bytes_to_upstream = number(f[2]);
+            c.bytes_to_client = number(f[3]);
+            c.opened_at = from_ticks(f[4]);
+            c.connected_at = from_ticks(f[5]);
+            const std::error_code error = engine_.adopt(std::move(c));
+            if (error) {
+                // Our copy closes with `c`; the old process takes its own back.
+                log_.warn("upgrade: a connection of route \"{}\" is not taken over: {}",
+                          std::string(f[0]), error.message());
+                ++refused;
+            } else {
+                ++adopted;
+            }
+            reply += error ? '0' : '1';
+        }
+        try {
+            send_message(conversation_.get(), reply);
+        } catch (const std::exception& e) {
+            ended_by = e.what();
+            break;
+        }
+    }
+    ::shutdown(conversation_.get(), SHUT_RDWR); // the old process hears at once
+    log_.info("upgrade: took over {} from process {} in {} ms{}{}", count_of(adopted),
+              static_cast<int>(old_process_), millis_since(start),
+              refused > 0 ? fmt::format(" ({} refused, kept there)", refused) : std::string(),
+              ended_by.empty() ? std::string()
+                               : fmt::format("; the hand-over stopped: {}", ended_by));
+}
+
+} // namespace uringfwd::cli

@@ -1,0 +1,208 @@
+// An upgrade's connection hand-over, the shard's half (docs/handover.md): while the
+// engine hands over, every forwarding connection that is quiet — each direction done, or
+// waiting for its source with nothing held (no pipe, no copy chunk, no send, no setsockopt
+// or shutdown in flight) — is paused and detached: its reads are cancelled, plain fds are
+// installed for sockets in slots, and its two fds go to the sink. Everything it has not
+// forwarded yet is then in the sockets' own queues, so the process that takes the fds
+// goes on exactly where this one stopped; nothing has to be copied out of a pipe.
+//
+// A cancel races with the data: a read that completes before its cancel reaches it
+// (its poll fired, its receive got bytes) calls the pause off, and the data path takes
+// that completion as usual; the connection is tried again once it is quiet again.
+#include "shard/connection/connections.hpp"
+
+#include <cerrno>
+
+namespace uringfwd::engine {
+
+namespace {
+
+// Connections being paused at once, per shard: each costs up to four submissions (two
+// reads and two watches cancelled) and two fd installs, so a table of 10 000 idle
+// connections moves in batches that never crowd the ring.
+constexpr std::size_t kMaxPausing = 512;
+
+bool pausing(const Connection& conn) {
+    return conn.handover == HandoverStep::Pausing || conn.handover == HandoverStep::Installing;
+}
+
+} // namespace
+
+void Connections::set_handover(DetachedSink sink) {
+    detached_ = std::move(sink);
+    if (detached_)
+        return;
+    // Called off (the successor went away): whoever is pausing reads again.
+    table_.for_each_active([this](Connection& conn) {
+        if (conn.phase == Phase::Forwarding && pausing(conn)) {
+            --pausing_;
+            conn.handover = HandoverStep::None;
+            resume_paused(conn);
+            settle(conn);
+        }
+    });
+}
+
+void Connections::pause_quiet_connections() {
+    table_.for_each_active([this](Connection& conn) {
+        if (pausing_ < kMaxPausing && quiet(conn))
+            pause(conn);
+    });
+}
+
+bool Connections::quiet(const Connection& conn) const {
+    if (conn.phase != Phase::Forwarding || conn.handover != HandoverStep::None ||
+        conn.socket_ops != 0 || conn.preamble_sent < conn.preamble.size())
+        return false;
+    for (Side side : kBothSides) {
+        const Direction& dir = conn.dir(side);
+        if (dir.parked || dir.pipe || conn.cancelling[static_cast<int>(side)])
+            return false;
+        switch (dir.state) {
+        case DirState::Done:
+        case DirState::PollingIn:
+            break;
+        case DirState::Copying:
+            // Only its receive in flight: nothing held, nothing sent, no switch pending.
+            if (!dir.receiving || dir.sending || dir.chunk_count != 0 || dir.waiting_buffer ||
+                dir.to_splice || dir.source_ended)
+                return false;
+            break;
+        case DirState::Idle:
+        case DirState::WaitingPipe:
+        case DirState::WaitingFd:
+        case DirState::Coalescing:
+        case DirState::Splicing:
+        case DirState::PollingOut:
+        case DirState::Draining:
+            return false;
+        }
+    }
+    return true;
+}
+
+void Connections::pause(Connection& conn) {
+    conn.handover = HandoverStep::Pausing;
+    ++pausing_;
+    for (Side side : kBothSides) {
+        directions_.unwatch_source(conn, side); // its -ECANCELED is the data path's as usual
+        const Direction& dir = conn.dir(side);
+        Op read = dir.state == DirState::PollingIn ? Op::PollIn
+                  : dir.state == DirState::Copying ? Op::Recv
+                                                   : Op::Count;
+        if (read == Op::Count)
+            continue; // done
+        conn.cancelling[static_cast<int>(side)] = true;
+        shard_.io.cancel(conn.in_flight, conn.tag(read, side), conn.tag(Op::Cancel, side));
+    }
+    advance_handover(conn); // both done already: nothing to wait for
+}
+
+bool Connections::on_handover_completion(Connection& conn, const OpTag& t,
+                                         const uring::Completion& c) {
+    const int side = static_cast<int>(t.side);
+    if (t.op == Op::InstallFd && conn.handover == HandoverStep::Installing) {
+        --conn.socket_ops;
+        if (c.result >= 0)
+            conn.source(t.side).set_installed(c.result);
+        return true; // one that failed leaves the slot without an fd: advance_handover()
+    }
+    if ((t.op != Op::PollIn && t.op != Op::Recv) || !conn.cancelling[side])
+        return false;
+    conn.cancelling[side] = false;
+    if (c.result != -ECANCELED) {
+        // It moved before the cancel reached it: not quiet after all.
+        if (conn.handover == HandoverStep::Pausing) {
+            --pausing_;
+            conn.handover = HandoverStep::None;
+            resume_paused(conn);
+        }
+        return false;
+    }
+    if (t.op == Op::Recv)
+        conn.dir(t.side).receiving = false;
+    conn.paused[side] = true;
+    if (conn.handover != HandoverStep::Pausing)
+        resume_paused(conn); // called off while this cancel was on its way
+    return true;
+}
+
+void Connections::resume_paused(Connection& conn) {
+    for (Side side : kBothSides) {
+        bool& paused = conn.paused[static_cast<int>(side)];
+        if (!paused)
+            continue;
+        paused = false;
+        if (conn.phase == Phase::Forwarding)
+            handle(conn, side, directions_.resume_reading(conn, side));
+    }
+}
+
+void Connections::advance_handover(Connection& conn) {
+    if (!pausing(conn) || conn.phase != Phase::Forwarding || !conn.in_flight.idle())
+        return;
+    if (conn.handover == HandoverStep::Pausing) {
+        // A slot is no fd: the ring installs one for it (IORING_OP_FIXED_FD_INSTALL,
+        // docs/kernel.md §11), which SCM_RIGHTS can pass.
+        conn.handover = HandoverStep::Installing;
+        bool installing = false;
+        for (Side side : kBothSides) {
+            ConnSocket& socket = conn.source(side); // the client, then the upstream
+            if (socket.fixed() && socket.syscall_fd() < 0) {
+                shard_.io.install_fd(conn.in_flight, conn.tag(Op::InstallFd, side), socket.ref());
+                ++conn.socket_ops;
+                installing = true;
+            }
+        }
+        if (installing)
+            return;
+    }
+    for (const ConnSocket* socket : {&conn.client, &conn.upstream}) {
+        if (socket->fixed() && socket->syscall_fd() < 0) {
+            // No fd to be had (EMFILE): it stays here, served to its end.
+            --pausing_;
+            conn.handover = HandoverStep::Unmovable;
+            shard_.log.debug("connection {}: no fd for its slot; not handed over", conn.slot);
+            resume_paused(conn);
+            return;
+        }
+    }
+    detach(conn);
+}
+
+void Connections::resume(Connection& conn, const Resumed& from) {
+    conn.record.opened_at = from.opened_at;
+    conn.bytes[static_cast<int>(Side::ToUpstream)] = from.bytes[static_cast<int>(Side::ToUpstream)];
+    conn.bytes[static_cast<int>(Side::ToClient)] = from.bytes[static_cast<int>(Side::ToClient)];
+    ShardRoute& r = *conn.route;
+    for (std::size_t m = 0; m < r.route.members.size(); ++m) {
+        if (r.route.members[m].name != from.member)
+            continue;
+        // Counted among its connections again (least-active, max_connections); a member
+        // full here still gets it, uncounted: it is an open connection, not a new one.
+        conn.attempt.member = static_cast<int>(m);
+        conn.attempt.member_taken = r.pool.opened(m);
+        return;
+    }
+}
+
+void Connections::detach(Connection& conn) {
+    --pausing_;
+    conn.handover = HandoverStep::None;
+    conn.paused[0] = conn.paused[1] = false;
+    DetachedConnection out(conn.client.take_fd(), conn.upstream.take_fd());
+    out.route = conn.route->route.name;
+    if (conn.attempt.member >= 0)
+        out.member = conn.route->route.members[static_cast<std::size_t>(conn.attempt.member)].name;
+    out.bytes_to_upstream = conn.bytes[static_cast<int>(Side::ToUpstream)];
+    out.bytes_to_client = conn.bytes[static_cast<int>(Side::ToClient)];
+    out.opened_at = conn.record.opened_at;
+    out.connected_at = conn.record.connected_at;
+    detached_(std::move(out));
+    // Its slots (if any) close through the ring; the sockets live on in the fds given
+    // away. Counted as closed_handed_over, and the observer hears of it with that
+    // reason (the access log leaves it to the engine that carries it on).
+    close(conn, CloseReason::HandedOver);
+}
+
+} // namespace uringfwd::engine

@@ -1,0 +1,49 @@
+// Connections the shards detached for an upgrade's hand-over (docs/handover.md), on their
+// way to the thread that passes them to the successor: any shard pushes, one thread takes.
+#pragma once
+
+#include "uringfwd/handover.hpp"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <mutex>
+#include <vector>
+
+namespace uringfwd::engine {
+
+class DetachedQueue {
+public:
+    void push(DetachedConnection&& conn) {
+        {
+            std::lock_guard lock(mu_);
+            queue_.push_back(std::move(conn));
+        }
+        ready_.notify_one();
+    }
+
+    // Up to `max` of them, waiting up to `wait` for the first.
+    std::vector<DetachedConnection> take(std::size_t max, std::chrono::milliseconds wait) {
+        std::unique_lock lock(mu_);
+        ready_.wait_for(lock, wait, [this] { return !queue_.empty(); });
+        std::vector<DetachedConnection> out;
+        while (!queue_.empty() && out.size() < max) {
+            out.push_back(std::move(queue_.front()));
+            queue_.pop_front();
+        }
+        return out;
+    }
+
+    bool empty() const {
+        std::lock_guard lock(mu_);
+        return queue_.empty();
+    }
+
+private:
+    mutable std::mutex mu_;
+    std::condition_variable ready_;
+    std::deque<DetachedConnection> queue_;
+};
+
+} // namespace uringfwd::engine

@@ -1,0 +1,282 @@
+// An upgrade that keeps its connections (docs/handover.md): the old process hands its
+// open connections to the successor over the upgrade socket, each as soon as it is
+// quiet, and exits once the last is gone. Run through the binary on every data path of
+// the integration variants (auto, splice, copy, ring splices, plain fds).
+#include "tests/support/binary_process.hpp"
+#include "tests/support/data_path_under_test.hpp"
+#include "tests/support/echo_server.hpp"
+#include "tests/support/eventually.hpp"
+#include "tests/support/exchange.hpp"
+#include "tests/support/payload.hpp"
+#include "tests/support/socket_io.hpp"
+#include "tests/support/sockets.hpp"
+#include "tests/support/temp_config_file.hpp"
+#include "tests/support/temp_dir.hpp"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace uringfwd::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A client that talks in rounds, as a database or MQTT client does: `chunk` bytes out,
+// the same bytes back from the echo upstream, a pause; every byte checked against its
+// payload. Runs until told to stop, then FINs and waits for the upstream's FIN.
+class RoundTripper {
+public:
+    RoundTripper(const Endpoint& at, uint64_t seed, std::size_t chunk)
+        : fd_(connect_to(at, 5000ms)), payload_(seed), chunk_(chunk) {}
+
+    // One round; false (with `failure` set) when it did not come back intact.
+    bool round() {
+        std::vector<std::byte> out = payload_.bytes(sent_, chunk_);
+        std::vector<std::byte> back(chunk_);
+        const IoResult s = send_all(fd_.get(), out, Deadline{10s});
+        const IoResult r = s.status == IoStatus::Ok ? recv_all(fd_.get(), back, Deadline{10s}) : s;
+        if (r.status != IoStatus::Ok || back != out) {
+            failure = fmt::format("round at byte {}: {}", sent_,
+                                  r.status != IoStatus::Ok ? to_string(r.status) : "bytes differ");
+            return false;
+        }
+        sent_ += chunk_;
+        return true;
+    }
+
+    // FIN, then the upstream's FIN back: the end both sides see as clean.
+    bool finish() {
+        ::shutdown(fd_.get(), SHUT_WR);
+        const IoResult end = recv_until_eof(fd_.get(), Deadline{10s});
+        if (end.status != IoStatus::Eof)
+            failure = "the end: " + to_string(end.status);
+        return end.status == IoStatus::Eof;
+    }
+
+    uint64_t sent() const { return sent_; }
+    std::string failure;
+
+private:
+    UniqueFd fd_;
+    Payload payload_;
+    std::size_t chunk_;
+    uint64_t sent_ = 0;
+};
+
+std::vector<std::string> lines_of(const std::string& path) {
+    std::vector<std::string> out;
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);)
+        out.push_back(line);
+    return out;
+}
+
+uint64_t field(const std::string& line, const std::string& key) {
+    const std::size_t at = line.find(" " + key + "=");
+    return at == std::string::npos ? UINT64_MAX
+                                   : std::strtoull(line.c_str() + at + key.size() + 2, nullptr, 10);
+}
+
+struct Upgrader {
+    std::string config_path;
+    std::vector<std::string> args() const {
+        return with_data_path_under_test(uring_fwd_binary(), {"--config", config_path});
+    }
+};
+
+// 16 connections exchanging rounds the whole time, and 64 idle ones, across three
+// upgrades in a row: every round comes back intact, none is reset, each old process
+// hands every connection over and exits within 5 s, and the access log has one line
+// per connection, written when it really ends, with its total bytes.
+TEST(ConnectionHandover, LiveAndIdleConnectionsSurviveThreeUpgrades) {
+    EchoServer echo;
+    TempDir dir;
+    const std::string log_path = dir.path() + "/access.log";
+    const Endpoint at{Endpoint::Kind::Inet, "127.0.0.1", free_port()};
+    const ConfigFile file{fmt::format(
+        "[engine]\nshards = 2\nupgrade_socket = \"{}\"\naccess_log = \"{}\"\n"
+        "drain_timeout = \"30s\"\n[[route]]\nname = \"db\"\nlisten = \"{}\"\n"
+        "  [[route.upstream]]\n  address = \"{}\"\n",
+        dir.path() + "/upgrade.sock", log_path, at.to_string(), echo.endpoint().to_string())};
+    const Upgrader upgrader{file.path()};
+    auto current = std::make_unique<BinaryProcess>(uring_fwd_binary(), upgrader.args());
+    ASSERT_TRUE(current->wait_listening(Deadline{10s})) << current->stderr_text();
+
+    constexpr int kLive = 16;
+    constexpr int kIdle = 64;
+    std::vector<std::unique_ptr<RoundTripper>> live;
+    std::vector<std::unique_ptr<RoundTripper>> idle;
+    for (int i = 0; i < kLive; ++i)
+        live.push_back(std::make_unique<RoundTripper>(at, 100 + i, 16 * 1024));
+    for (int i = 0; i < kIdle; ++i) {
+        idle.push_back(std::make_unique<RoundTripper>(at, 500 + i, 100));
+        ASSERT_TRUE(idle.back()->round()) << idle.back()->failure;
+    }
+
+    std::atomic<bool> stop{false};
+    std::atomic<int> failed{0};
+    std::vector<std::thread> threads;
+    for (auto& client : live) {
+        threads.emplace_back([&, c = client.get()] {
+            const Deadline cap{60s};
+            for (int n = 0; !stop.load() && !cap.expired() && n < 100000; ++n) {
+                if (!c->round()) {
+                    ++failed;
+                    return;
+                }
+                std::this_thread::sleep_for(2ms);
+            }
+        });
+    }
+
+    for (int upgrade = 1; upgrade <= 3; ++upgrade) {
+        std::this_thread::sleep_for(300ms); // traffic before (and between) the upgrades
+        auto successor = std::make_unique<BinaryProcess>(uring_fwd_binary(), upgrader.args());
+        ASSERT_TRUE(eventually(
+            [&] {
+                return successor->stderr_text().find("stopped accepting and drains") !=
+                       std::string::npos;
+            },
+            Deadline{10s}))
+            << successor->stderr_text() << current->stderr_text();
+        const auto took_over = std::chrono::steady_clock::now();
+        const std::optional<ExitStatus> old_status = current->wait_exit(Deadline{5s});
+        const auto exited_in = std::chrono::steady_clock::now() - took_over;
+        ASSERT_TRUE(old_status) << "upgrade " << upgrade << ": the old process still runs:\n"
+                                << current->stderr_text();
+        EXPECT_TRUE(old_status->exited && old_status->code == 0) << old_status->describe();
+        const std::string err = current->stderr_text();
+        EXPECT_NE(err.find(fmt::format("handed {} connections over to process {}", kLive + kIdle,
+                                       successor->pid())),
+                  std::string::npos)
+            << err;
+        std::printf("[ handover ] upgrade %d: the old process exited %lld ms after the take-over\n",
+                    upgrade,
+                    static_cast<long long>(
+                        std::chrono::duration_cast<std::chrono::milliseconds>(exited_in).count()));
+        current = std::move(successor);
+    }
+    std::this_thread::sleep_for(300ms); // traffic after the last upgrade
+    stop.store(true);
+    for (std::thread& t : threads)
+        t.join();
+    EXPECT_EQ(failed.load(), 0);
+    for (auto& client : live)
+        EXPECT_GT(client->sent(), 16u * 1024) << client->failure;
+    for (auto& client : idle)
+        ASSERT_TRUE(client->round()) << client->failure;
+
+    uint64_t sent = 0;
+    for (auto* clients : {&live, &idle}) {
+        for (auto& client : *clients) {
+            EXPECT_TRUE(client->finish()) << client->failure;
+            sent += client->sent();
+        }
+    }
+    // One line per connection, at its real end, with its whole history.
+    std::vector<std::string> lines;
+    EXPECT_TRUE(eventually(
+        [&] {
+            lines = lines_of(log_path);
+            return lines.size() >= static_cast<std::size_t>(kLive + kIdle);
+        },
+        Deadline{5s}));
+    std::this_thread::sleep_for(100ms);
+    lines = lines_of(log_path);
+    ASSERT_EQ(lines.size(), static_cast<std::size_t>(kLive + kIdle));
+    uint64_t logged = 0;
+    for (const std::string& line : lines) {
+        EXPECT_NE(line.find("reason=clean"), std::string::npos) << line;
+        EXPECT_EQ(field(line, "bytes_to_upstream"), field(line, "bytes_to_client")) << line;
+        logged += field(line, "bytes_to_upstream");
+    }
+    EXPECT_EQ(logged, sent);
+}
+
+// A successor that has no route of a connection's name refuses it: the old process
+// takes it back and serves it to its end, and then exits.
+TEST(ConnectionHandover, AConnectionTheSuccessorRefusesStaysWithTheOldProcess) {
+    EchoServer echo;
+    TempDir dir;
+    const Endpoint at{Endpoint::Kind::Inet, "127.0.0.1", free_port()};
+    const std::string upgrade_socket = dir.path() + "/upgrade.sock";
+    auto config = [&](const std::string& route) {
+        return fmt::format("[engine]\nshards = 2\nupgrade_socket = \"{}\"\n[[route]]\n"
+                           "name = \"{}\"\nlisten = \"{}\"\n  [[route.upstream]]\n"
+                           "  address = \"{}\"\n",
+                           upgrade_socket, route, at.to_string(), echo.endpoint().to_string());
+    };
+    const ConfigFile old_file{config("old"), "old"};
+    const ConfigFile new_file{config("new"), "new"};
+    BinaryProcess old_process{
+        uring_fwd_binary(),
+        with_data_path_under_test(uring_fwd_binary(), {"--config", old_file.path()})};
+    ASSERT_TRUE(old_process.wait_listening(Deadline{10s})) << old_process.stderr_text();
+    RoundTripper client(at, 7, 4096);
+    ASSERT_TRUE(client.round()) << client.failure;
+
+    BinaryProcess successor{
+        uring_fwd_binary(),
+        with_data_path_under_test(uring_fwd_binary(), {"--config", new_file.path()})};
+    ASSERT_TRUE(eventually(
+        [&] {
+            return successor.stderr_text().find("a connection of route \"old\" is not taken "
+                                                "over") != std::string::npos;
+        },
+        Deadline{10s}))
+        << old_process.stderr_text() << successor.stderr_text();
+    for (int i = 0; i < 5; ++i)
+        ASSERT_TRUE(client.round()) << client.failure;
+    EXPECT_TRUE(client.finish()) << client.failure;
+    const std::optional<ExitStatus> status = old_process.wait_exit(Deadline{5s});
+    ASSERT_TRUE(status) << old_process.stderr_text();
+    EXPECT_EQ(status->code, 0);
+    EXPECT_NE(old_process.stderr_text().find("handed 0 connections over to process " +
+                                             std::to_string(successor.pid()) + " in"),
+              std::string::npos)
+        << old_process.stderr_text();
+    EXPECT_NE(old_process.stderr_text().find("; 1 connection kept here"), std::string::npos)
+        << old_process.stderr_text();
+}
+
+// handover = "listeners": the old way, the old process drains what it has.
+TEST(ConnectionHandover, ListenersOnlyLeavesTheConnectionsToDrain) {
+    EchoServer echo;
+    TempDir dir;
+    const Endpoint at{Endpoint::Kind::Inet, "127.0.0.1", free_port()};
+    const ConfigFile file{fmt::format(
+        "[engine]\nshards = 1\nupgrade_socket = \"{}\"\nhandover = \"listeners\"\n[[route]]\n"
+        "name = \"db\"\nlisten = \"{}\"\n  [[route.upstream]]\n  address = \"{}\"\n",
+        dir.path() + "/upgrade.sock", at.to_string(), echo.endpoint().to_string())};
+    BinaryProcess old_process{uring_fwd_binary(), {"--config", file.path()}};
+    ASSERT_TRUE(old_process.wait_listening(Deadline{10s})) << old_process.stderr_text();
+    RoundTripper client(at, 9, 4096);
+    ASSERT_TRUE(client.round()) << client.failure;
+    BinaryProcess successor{uring_fwd_binary(), {"--config", file.path()}};
+    ASSERT_TRUE(eventually(
+        [&] {
+            return old_process.stderr_text().find("accepts now; draining") != std::string::npos;
+        },
+        Deadline{10s}))
+        << old_process.stderr_text();
+    std::this_thread::sleep_for(200ms);
+    EXPECT_FALSE(old_process.wait_exit(Deadline{0ms})) << "it drains the connection";
+    ASSERT_TRUE(client.round()) << client.failure;
+    EXPECT_TRUE(client.finish()) << client.failure;
+    EXPECT_TRUE(old_process.wait_exit(Deadline{5s})) << old_process.stderr_text();
+}
+
+} // namespace
+} // namespace uringfwd::test
