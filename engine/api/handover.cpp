@@ -27,7 +27,13 @@ void Engine::Impl::set_handover(bool on) {
 
 std::vector<DetachedConnection> Engine::Impl::take_detached(std::size_t max,
                                                             std::chrono::milliseconds wait) {
-    return detached_->take(max, wait);
+    std::vector<DetachedConnection> out = detached_->take(max, wait);
+    // A shard stops pausing while the queue is full, and an idle one has no completion
+    // to wake it when room is made: wake each to look again (a batch of its loop).
+    if (!out.empty())
+        for (const auto& shard : shards_)
+            (void)shard->post([] {});
+    return out;
 }
 
 std::size_t Engine::Impl::open_connections() const {

@@ -1,5 +1,6 @@
 #include "cli/connection_handover.hpp"
 #include "cli/seqpacket.hpp"
+#include "uringfwd/messages.hpp"
 
 #include <fmt/format.h>
 
@@ -69,10 +70,6 @@ std::vector<std::string_view> split_fields(std::string_view text) {
         text.remove_prefix(end + 1);
     }
     return out;
-}
-
-std::string count_of(std::size_t n) {
-    return fmt::format("{} connection{}", n, n == 1 ? "" : "s");
 }
 
 long long millis_since(Clock::time_point start) {
@@ -160,9 +157,10 @@ void ConnectionSender::run() {
         } catch (const std::exception&) {
         }
     }
-    log_.info("upgrade: handed {} over to process {} in {} ms{}", count_of(moved),
+    log_.info("upgrade: handed {} over to process {} in {} ms{}", count_of(moved, "connection"),
               static_cast<int>(successor_), millis_since(start),
-              kept > 0 ? fmt::format("; {} kept here", count_of(kept)) : std::string());
+              kept > 0 ? fmt::format("; {} kept here", count_of(kept, "connection"))
+                       : std::string());
     done_.store(true, std::memory_order_release);
 }
 
@@ -240,7 +238,7 @@ void ConnectionReceiver::run() {
         }
     }
     ::shutdown(conversation_.get(), SHUT_RDWR); // the old process hears at once
-    log_.info("upgrade: took over {} from process {} in {} ms{}{}", count_of(adopted),
+    log_.info("upgrade: took over {} from process {} in {} ms{}{}", count_of(adopted, "connection"),
               static_cast<int>(old_process_), millis_since(start),
               refused > 0 ? fmt::format(" ({} refused, kept there)", refused) : std::string(),
               ended_by.empty() ? std::string()

@@ -8,7 +8,7 @@
 #include "net/socket_address.hpp"
 #include "pipes/pipe_pool.hpp"
 #include "shard/connection/connections.hpp"
-#include "shard/detached_queue.hpp"
+#include "shard/handover/detached_queue.hpp"
 #include "shard/listener.hpp"
 #include "shard/loop/mailbox.hpp"
 #include "shard/loop/shard_context.hpp"

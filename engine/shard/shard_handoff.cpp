@@ -85,12 +85,7 @@ void Shard::take_handoff(Handoff& handoff) {
 }
 
 void Shard::set_handover(bool on) {
-    if (!on) {
-        connections_->set_handover({});
-        return;
-    }
-    connections_->set_handover(
-        [queue = setup_.detached](DetachedConnection&& conn) { queue->push(std::move(conn)); });
+    connections_->set_handover(on ? setup_.detached.get() : nullptr);
 }
 
 } // namespace uringfwd::engine

@@ -7,7 +7,7 @@
 
 #include "routing/pool_state.hpp"
 #include "routing/route_table.hpp"
-#include "shard/connection/resumed.hpp"
+#include "shard/handover/resumed.hpp"
 #include "shard/inspect/inspect.hpp"
 #include "shard/socket_units.hpp"
 #include "shard/unserved_socket.hpp"

@@ -3,11 +3,13 @@
 // quiet, and exits once the last is gone. Run through the binary on every data path of
 // the integration variants (auto, splice, copy, ring splices, plain fds).
 #include "tests/support/binary_process.hpp"
+#include "tests/support/connection_server.hpp"
 #include "tests/support/data_path_under_test.hpp"
 #include "tests/support/echo_server.hpp"
 #include "tests/support/eventually.hpp"
 #include "tests/support/exchange.hpp"
 #include "tests/support/payload.hpp"
+#include "tests/support/sha256.hpp"
 #include "tests/support/socket_io.hpp"
 #include "tests/support/sockets.hpp"
 #include "tests/support/temp_config_file.hpp"
@@ -19,11 +21,14 @@
 #include <signal.h>
 #include <sys/socket.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -203,6 +208,87 @@ TEST(ConnectionHandover, LiveAndIdleConnectionsSurviveThreeUpgrades) {
         logged += field(line, "bytes_to_upstream");
     }
     EXPECT_EQ(logged, sent);
+}
+
+// A connection half-closed in either direction before the upgrade goes on half-closed
+// after it: the client that sent its FIN still gets the upstream's answer, and the
+// client whose upstream sent its FIN still delivers its bytes.
+TEST(ConnectionHandover, HalfClosedConnectionsStayHalfClosed) {
+    constexpr std::size_t kAfter = 64 * 1024;
+    std::atomic<bool> go{false};
+    std::atomic<uint64_t> b_received{0};
+    std::string b_sha; // written by the handler before it returns, read after stop()
+    std::mutex b_mu;
+    ConnectionServer upstream(listen_loopback(Family::Inet4), [&](UniqueFd conn, int) {
+        std::array<std::byte, 1> mode{};
+        if (recv_all(conn.get(), mode, Deadline{10s}).status != IoStatus::Ok)
+            return;
+        if (mode[0] == std::byte{'A'}) { // the client FINs first, then we answer
+            if (recv_until_eof(conn.get(), Deadline{20s}).status != IoStatus::Eof)
+                return;
+            const Deadline wait{20s};
+            while (!go.load() && !wait.expired())
+                std::this_thread::sleep_for(5ms);
+            send_all(conn.get(), Payload(77).bytes(0, kAfter), Deadline{10s});
+            return; // closing sends our FIN
+        }
+        // We FIN first, then read what the client still sends.
+        send_all(conn.get(), Payload(88).bytes(0, 1024), Deadline{10s});
+        ::shutdown(conn.get(), SHUT_WR);
+        Sha256 sha;
+        uint64_t n = 0;
+        recv_until_eof(conn.get(), Deadline{20s}, [&](std::span<const std::byte> data) {
+            sha.update(data);
+            n += data.size();
+        });
+        std::lock_guard lock(b_mu);
+        b_sha = sha.hex_digest();
+        b_received.store(n);
+    });
+    TempDir dir;
+    const Endpoint at{Endpoint::Kind::Inet, "127.0.0.1", free_port()};
+    const ConfigFile file{
+        fmt::format("[engine]\nshards = 2\nupgrade_socket = \"{}\"\n[[route]]\nname = \"half\"\n"
+                    "listen = \"{}\"\n  [[route.upstream]]\n  address = \"{}\"\n",
+                    dir.path() + "/upgrade.sock", at.to_string(), upstream.endpoint().to_string())};
+    const Upgrader upgrader{file.path()};
+    auto old_process = std::make_unique<BinaryProcess>(uring_fwd_binary(), upgrader.args());
+    ASSERT_TRUE(old_process->wait_listening(Deadline{10s})) << old_process->stderr_text();
+
+    UniqueFd a = connect_to(at, 5000ms);
+    ASSERT_EQ(send_text(a.get(), "A hello", Deadline{5s}).status, IoStatus::Ok);
+    ::shutdown(a.get(), SHUT_WR);
+    UniqueFd b = connect_to(at, 5000ms);
+    ASSERT_EQ(send_text(b.get(), "B", Deadline{5s}).status, IoStatus::Ok);
+    std::vector<std::byte> first(1024);
+    ASSERT_EQ(recv_all(b.get(), first, Deadline{5s}).status, IoStatus::Ok);
+    EXPECT_EQ(first, Payload(88).bytes(0, 1024));
+    EXPECT_EQ(recv_until_eof(b.get(), Deadline{5s}).status, IoStatus::Eof);
+    std::this_thread::sleep_for(100ms); // both FINs passed on
+
+    BinaryProcess successor{uring_fwd_binary(), upgrader.args()};
+    const std::optional<ExitStatus> old_status = old_process->wait_exit(Deadline{10s});
+    ASSERT_TRUE(old_status) << old_process->stderr_text();
+    EXPECT_NE(old_process->stderr_text().find("handed 2 connections over"), std::string::npos)
+        << old_process->stderr_text() << successor.stderr_text();
+
+    go.store(true);
+    Sha256 a_sha;
+    uint64_t a_received = 0;
+    const IoResult a_end =
+        recv_until_eof(a.get(), Deadline{10s}, [&](std::span<const std::byte> data) {
+            a_sha.update(data);
+            a_received += data.size();
+        });
+    EXPECT_EQ(a_end.status, IoStatus::Eof);
+    EXPECT_EQ(a_received, kAfter);
+    EXPECT_EQ(a_sha.hex_digest(), payload_sha256(77, kAfter));
+    ASSERT_EQ(send_all(b.get(), Payload(99).bytes(0, kAfter), Deadline{10s}).status, IoStatus::Ok);
+    ::shutdown(b.get(), SHUT_WR);
+    ASSERT_TRUE(eventually([&] { return b_received.load() == kAfter; }, Deadline{10s}))
+        << b_received.load();
+    upstream.stop();
+    EXPECT_EQ(b_sha, payload_sha256(99, kAfter));
 }
 
 // A successor that has no route of a connection's name refuses it: the old process

@@ -21,6 +21,10 @@ namespace {
 // reads and two watches cancelled) and two fd installs, so a table of 10 000 idle
 // connections moves in batches that never crowd the ring.
 constexpr std::size_t kMaxPausing = 512;
+// Connections detached and not yet sent, engine-wide, above which no shard pauses
+// more: each holds two plain fds (the ones installed for its slots, on direct
+// descriptors), which the fd limit did not count on; the sender passes 100 at a time.
+constexpr std::size_t kMaxQueued = 1024;
 
 bool pausing(const Connection& conn) {
     return conn.handover == HandoverStep::Pausing || conn.handover == HandoverStep::Installing;
@@ -28,9 +32,9 @@ bool pausing(const Connection& conn) {
 
 } // namespace
 
-void Connections::set_handover(DetachedSink sink) {
-    detached_ = std::move(sink);
-    if (detached_)
+void Connections::set_handover(DetachedQueue* queue) {
+    detached_ = queue;
+    if (detached_ != nullptr)
         return;
     // Called off (the successor went away): whoever is pausing reads again.
     table_.for_each_active([this](Connection& conn) {
@@ -44,6 +48,8 @@ void Connections::set_handover(DetachedSink sink) {
 }
 
 void Connections::pause_quiet_connections() {
+    if (detached_->size() >= kMaxQueued)
+        return; // the next batch taken wakes no shard: after_batch() looks again
     table_.for_each_active([this](Connection& conn) {
         if (pausing_ < kMaxPausing && quiet(conn))
             pause(conn);
@@ -198,7 +204,7 @@ void Connections::detach(Connection& conn) {
     out.bytes_to_client = conn.bytes[static_cast<int>(Side::ToClient)];
     out.opened_at = conn.record.opened_at;
     out.connected_at = conn.record.connected_at;
-    detached_(std::move(out));
+    detached_->push(std::move(out));
     // Its slots (if any) close through the ring; the sockets live on in the fds given
     // away. Counted as closed_handed_over, and the observer hears of it with that
     // reason (the access log leaves it to the engine that carries it on).

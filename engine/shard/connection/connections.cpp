@@ -59,7 +59,7 @@ int Connections::open(ShardRoute& r, WaitingClient&& client) {
         if (client.resumed)
             resume(conn, *client.resumed);
         // Taken back from a successor that refused it: this engine keeps it to its end.
-        if (client.resumed && detached_)
+        if (client.resumed && detached_ != nullptr)
             conn.handover = HandoverStep::Unmovable;
         start_forwarding(conn);
         if (client.resumed)
@@ -309,7 +309,7 @@ void Connections::finalize(Connection& conn) {
 }
 
 void Connections::after_batch() {
-    if (detached_)
+    if (detached_ != nullptr)
         pause_quiet_connections();
     if (connector_.room_given_back())
         connector_.resume_member_waiters();

@@ -11,6 +11,7 @@
 #include "shard/connection/source_gate.hpp"
 #include "shard/connection/upstream_connector.hpp"
 #include "shard/directions/directions.hpp"
+#include "shard/handover/detached_queue.hpp"
 #include "shard/inspect/inspection.hpp"
 #include "shard/loop/shard_context.hpp"
 #include "shard/shard_route.hpp"
@@ -83,13 +84,12 @@ public:
                                     CloseReason reason);
 
     // connection_handover.cpp: an upgrade's connection hand-over (docs/handover.md).
-    // With a sink, every forwarding connection is detached as soon as it is quiet (no
-    // byte held, nothing in flight but its reads) and given to `sink`, which owns its
-    // sockets from then on; without one (the hand-over ended), those being paused are
+    // With a queue, every forwarding connection is detached as soon as it is quiet (no
+    // byte held, nothing in flight but its reads) and pushed to it, which owns its
+    // sockets from then on; with none (the hand-over ended), those being paused are
     // served on.
-    using DetachedSink = std::function<void(DetachedConnection&&)>;
-    void set_handover(DetachedSink sink);
-    bool handing_over() const { return static_cast<bool>(detached_); }
+    void set_handover(DetachedQueue* queue);
+    bool handing_over() const { return detached_ != nullptr; }
 
     std::size_t active() const { return table_.active(); }
     Directions& directions() { return directions_; }
@@ -154,10 +154,10 @@ private:
     ConnectionTable table_;
     UpstreamConnector connector_; // after table_: it holds a reference to it
     Inspection inspection_;
-    SourceGate gate_;         // allow/deny and per-source limits, before the upstream is chosen
-    uint64_t opened_ = 0;     // connections opened: the low bits of their ids
-    DetachedSink detached_;   // set while the engine hands its connections over
-    std::size_t pausing_ = 0; // connections Pausing or Installing
+    SourceGate gate_;     // allow/deny and per-source limits, before the upstream is chosen
+    uint64_t opened_ = 0; // connections opened: the low bits of their ids
+    DetachedQueue* detached_ = nullptr; // set while the engine hands its connections over
+    std::size_t pausing_ = 0;           // connections Pausing or Installing
     LogThrottle table_full_log_;
     LogThrottle socket_control_log_;
 };

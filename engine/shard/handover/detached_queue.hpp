@@ -35,9 +35,9 @@ public:
         return out;
     }
 
-    bool empty() const {
+    std::size_t size() const {
         std::lock_guard lock(mu_);
-        return queue_.empty();
+        return queue_.size();
     }
 
 private:
