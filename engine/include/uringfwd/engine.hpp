@@ -215,7 +215,8 @@ public:
     // `max` of them, waiting up to `wait` for the first. The caller owns what it takes:
     // pass the fds to the new engine (SCM_RIGHTS), and give back any it refused with
     // adopt(). end_handover() stops detaching (the successor went away); a stopping
-    // engine does not stop while a hand-over is on. Connections still connecting or
+    // engine does not stop while a hand-over is on (wait() waits for end_handover(); the
+    // destructor ends it itself). Connections still connecting or
     // inspecting are detached once they forward; one that never goes quiet stays (the
     // drain timeout ends it). open_connections(): how many the shards hold now.
     void begin_handover();
