@@ -18,18 +18,23 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <mutex>
 #include <span>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -289,6 +294,105 @@ TEST(ConnectionHandover, HalfClosedConnectionsStayHalfClosed) {
         << b_received.load();
     upstream.stop();
     EXPECT_EQ(b_sha, payload_sha256(99, kAfter));
+}
+
+// One message on the upgrade socket (SOCK_SEQPACKET), with the fds it carries.
+std::string receive_message(int fd, std::vector<UniqueFd>& fds) {
+    std::string buffer(256 * 1024, '\0');
+    iovec iov{buffer.data(), buffer.size()};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 253)];
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 10000) != 1)
+        return {};
+    const ssize_t n = ::recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+    if (n <= 0)
+        return {};
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+        const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (std::size_t i = 0; i < count; ++i) {
+            int passed = -1;
+            std::memcpy(&passed, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+            fds.emplace_back(passed);
+        }
+    }
+    buffer.resize(static_cast<std::size_t>(n));
+    return buffer;
+}
+
+// The successor dies in the middle of the hand-over, after the old process sent it a
+// batch and before it answered: here the test is that successor, speaking the upgrade
+// socket's protocol (engine/cli/upgrade.hpp, connection_handover.hpp) until the first
+// batch and then closing. The old process takes the batch back: every connection is
+// still served by it, none reset, and it exits once they end.
+TEST(ConnectionHandover, ASuccessorThatDiesBeforeItAnswersLeavesEveryConnectionServed) {
+    EchoServer echo;
+    TempDir dir;
+    const std::string upgrade_socket = dir.path() + "/upgrade.sock";
+    const Endpoint at{Endpoint::Kind::Inet, "127.0.0.1", free_port()};
+    const ConfigFile file{
+        fmt::format("[engine]\nshards = 2\nupgrade_socket = \"{}\"\n[[route]]\nname = \"db\"\n"
+                    "listen = \"{}\"\n  [[route.upstream]]\n  address = \"{}\"\n",
+                    upgrade_socket, at.to_string(), echo.endpoint().to_string())};
+    BinaryProcess old_process{
+        uring_fwd_binary(),
+        with_data_path_under_test(uring_fwd_binary(), {"--config", file.path()})};
+    ASSERT_TRUE(old_process.wait_listening(Deadline{10s})) << old_process.stderr_text();
+    std::vector<std::unique_ptr<RoundTripper>> clients;
+    for (int i = 0; i < 20; ++i) {
+        clients.push_back(std::make_unique<RoundTripper>(at, 300 + i, 1000));
+        ASSERT_TRUE(clients.back()->round()) << clients.back()->failure;
+    }
+
+    UniqueFd conversation(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::memcpy(address.sun_path, upgrade_socket.data(), upgrade_socket.size());
+    ASSERT_EQ(
+        ::connect(conversation.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)),
+        0)
+        << std::strerror(errno);
+    auto say = [&](std::string_view text) {
+        ASSERT_EQ(::send(conversation.get(), text.data(), text.size(), MSG_NOSIGNAL),
+                  static_cast<ssize_t>(text.size()));
+    };
+    say("take-over");
+    std::vector<UniqueFd> fds;
+    std::string message;
+    do {
+        message = receive_message(conversation.get(), fds);
+    } while (!message.empty() && !message.starts_with("end "));
+    ASSERT_TRUE(message.ends_with(" connections")) << "the offer: '" << message << "'";
+    say("accepting connections");
+    EXPECT_EQ(receive_message(conversation.get(), fds), "released");
+    fds.clear();
+    const std::string batch = receive_message(conversation.get(), fds);
+    EXPECT_TRUE(batch.starts_with(std::string("conns\0", 6))) << batch.substr(0, 16);
+    EXPECT_GE(fds.size(), 2u);
+    // Dies: its copies of the sockets and its end of the conversation close, unanswered.
+    fds.clear();
+    conversation.reset();
+
+    EXPECT_TRUE(eventually(
+        [&] {
+            return old_process.stderr_text().find(" kept here") != std::string::npos;
+        },
+        Deadline{10s}))
+        << old_process.stderr_text();
+    for (auto& client : clients) {
+        for (int i = 0; i < 3; ++i)
+            ASSERT_TRUE(client->round()) << client->failure << "\n" << old_process.stderr_text();
+        EXPECT_TRUE(client->finish()) << client->failure;
+    }
+    const std::optional<ExitStatus> status = old_process.wait_exit(Deadline{10s});
+    ASSERT_TRUE(status) << old_process.stderr_text();
+    EXPECT_EQ(status->code, 0);
+    EXPECT_NE(old_process.stderr_text().find("handed 0 connections over"), std::string::npos)
+        << old_process.stderr_text();
 }
 
 // A successor that has no route of a connection's name refuses it: the old process
