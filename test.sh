@@ -15,8 +15,9 @@
 #      checks (scripts/qemu/run.sh, docs/qemu.md); one result line, qemu-6.1-numa. On by
 #      default; URING_FWD_QEMU=0 turns it off (then it counts as a skip)
 # Steps 2 and 4 run in the background, niced, from the start; so does step 8, once step
-# 1 has built the binary it boots; steps 5 and 6 are built (niced, in the background)
-# while step 1's suites run, and run after them.
+# 1 has built the binary it boots; steps 5 and 6 are built (niced, in the background,
+# one after the other) from the end of step 1's build, and each runs its suites as soon
+# as it is built.
 #
 # Which step compiles which build a user or packager may make (-Dbuildtype x -Dtests):
 #   buildtype       with tests                          without tests
@@ -179,15 +180,23 @@ if [[ $quick != 1 ]]; then
       esac
     done <"$2"
   }
-  step "background builds (started with step 1)"
-  collect "$background_pid" "$background_log"
-  step "sanitizer builds (started with step 1's suites)"
-  collect "$sanitizer_pid" "$sanitizer_log"
-  if grep -qx "built build-asan" "$sanitizer_log"; then
+  # A sanitizer build's suites start as soon as it is built, while the rest (the other
+  # sanitizer build, the package) goes on building, niced, beside them: true once its
+  # line is in the log, false if the job ended without it (its failure is collected
+  # below).
+  built() {
+    while ! grep -qx "built $1" "$sanitizer_log"; do
+      kill -0 "$sanitizer_pid" 2>/dev/null || { grep -qx "built $1" "$sanitizer_log"; return; }
+      sleep 2
+    done
+  }
+  step "build-asan: waiting for its build (started with step 1's suites)"
+  if built build-asan; then
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
       test_dir build-asan "unit integration integration-copy"
   fi
-  if grep -qx "built build-tsan" "$sanitizer_log"; then
+  step "build-tsan: waiting for its build"
+  if built build-tsan; then
     TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 test_dir build-tsan "integration"
   fi
   # Every target run.sh lists must report ok: a crash, a failed build, a target with no
@@ -216,6 +225,11 @@ if [[ $quick != 1 ]]; then
     echo "fuzz: run.sh exited $fuzz_status"
     results+=("fuzz-run.sh:fail")
   fi
+  # Last: whatever of them is still building has had the fuzz run's time too.
+  step "background builds (started with step 1)"
+  collect "$background_pid" "$background_log"
+  step "sanitizer builds (started with step 1's suites)"
+  collect "$sanitizer_pid" "$sanitizer_log"
 fi
 
 if [[ $qemu == 1 && -n ${qemu_pid:-} ]]; then
