@@ -98,6 +98,12 @@ public:
     std::size_t open_connections() const;
 
 private:
+    // handoff.cpp, for hand_over() and adopt(): whether a route of the current table has
+    // this name (plan_mu_ taken here); and `handoff` queued on the shard pinned to `cpu`,
+    // else the one with fewest open: operation_canceled, with the fds left to the
+    // caller, when that shard has ended.
+    bool serves_route(std::string_view route) const;
+    std::error_code deliver(engine::Handoff& handoff, int cpu);
     void launch_shard(engine::ShardSetup setup);
     // fd_budget.cpp: works out room_ and fd_connections_ (throws StartError when there
     // is no room at all); warns when the room is small.

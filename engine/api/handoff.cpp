@@ -55,21 +55,33 @@ std::error_code Engine::Impl::hand_over(int client_fd, int upstream_fd, std::str
                                         std::span<const std::byte> already_read) {
     if (stopping_.load())
         return std::make_error_code(std::errc::operation_canceled);
-    {
-        std::lock_guard lock(plan_mu_);
-        bool known = false;
-        for (const engine::Route& each : routes_->routes)
-            known |= each.name == route;
-        if (!known)
-            return std::make_error_code(std::errc::invalid_argument);
-    }
+    if (!serves_route(route))
+        return std::make_error_code(std::errc::invalid_argument);
     if (!prepare_socket(client_fd) || (upstream_fd >= 0 && !prepare_socket(upstream_fd)))
         return std::make_error_code(std::errc::bad_file_descriptor);
 
+    engine::Handoff handoff{
+        .client = engine::UnservedSocket::plain(client_fd),
+        .upstream = upstream_fd >= 0 ? engine::UnservedSocket::plain(upstream_fd)
+                                     : engine::UnservedSocket{},
+        .route = std::string(route),
+        .preamble = std::vector<std::byte>(already_read.begin(), already_read.end()),
+    };
     // The shard of this CPU keeps the connection's memory and wake-ups on the CPU (so
-    // the NUMA node) of the thread that accepted it; else the one with fewest open.
+    // the NUMA node) of the thread that accepted it.
+    return deliver(handoff, ::sched_getcpu());
+}
+
+bool Engine::Impl::serves_route(std::string_view route) const {
+    std::lock_guard lock(plan_mu_);
+    for (const engine::Route& each : routes_->routes)
+        if (each.name == route)
+            return true;
+    return false;
+}
+
+std::error_code Engine::Impl::deliver(engine::Handoff& handoff, int cpu) {
     engine::Shard* target = nullptr;
-    int cpu = ::sched_getcpu();
     for (const auto& shard : shards_)
         if (shard->cpu() == cpu)
             target = shard.get();
@@ -83,13 +95,6 @@ std::error_code Engine::Impl::hand_over(int client_fd, int upstream_fd, std::str
             }
         }
     }
-    engine::Handoff handoff{
-        .client = engine::UnservedSocket::plain(client_fd),
-        .upstream = upstream_fd >= 0 ? engine::UnservedSocket::plain(upstream_fd)
-                                     : engine::UnservedSocket{},
-        .route = std::string(route),
-        .preamble = std::vector<std::byte>(already_read.begin(), already_read.end()),
-    };
     if (!target->hand_over(handoff)) { // refused: the caller keeps its fds
         (void)handoff.client.release_fd();
         (void)handoff.upstream.release_fd();

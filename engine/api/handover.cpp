@@ -46,14 +46,8 @@ std::size_t Engine::Impl::open_connections() const {
 std::error_code Engine::Impl::adopt(DetachedConnection&& conn) {
     if (conn.client_fd() < 0 || conn.upstream_fd() < 0)
         return std::make_error_code(std::errc::bad_file_descriptor);
-    {
-        std::lock_guard lock(plan_mu_);
-        bool known = false;
-        for (const engine::Route& each : routes_->routes)
-            known |= each.name == conn.route;
-        if (!known)
-            return std::make_error_code(std::errc::invalid_argument);
-    }
+    if (!serves_route(conn.route))
+        return std::make_error_code(std::errc::invalid_argument);
     // The shard of the CPU the client's packets are processed on (what steering would
     // have chosen for it, SO_INCOMING_CPU), else the one with fewest open. The sockets
     // are non-blocking and have TCP_NODELAY already: those are flags of the open file
@@ -62,19 +56,6 @@ std::error_code Engine::Impl::adopt(DetachedConnection&& conn) {
     socklen_t len = sizeof(cpu);
     if (::getsockopt(conn.client_fd(), SOL_SOCKET, SO_INCOMING_CPU, &cpu, &len) != 0)
         cpu = -1;
-    engine::Shard* target = nullptr;
-    uint64_t fewest = UINT64_MAX;
-    for (const auto& shard : shards_) {
-        if (cpu >= 0 && shard->cpu() == cpu) {
-            target = shard.get();
-            break;
-        }
-        uint64_t open = shard->counters().active.load(std::memory_order_relaxed);
-        if (open < fewest) {
-            fewest = open;
-            target = shard.get();
-        }
-    }
     engine::Handoff handoff{
         .client = engine::UnservedSocket::plain(conn.client_fd()),
         .upstream = engine::UnservedSocket::plain(conn.upstream_fd()),
@@ -84,13 +65,10 @@ std::error_code Engine::Impl::adopt(DetachedConnection&& conn) {
                                    .opened_at = conn.opened_at,
                                    .connected_at = conn.connected_at},
     };
-    if (!target->hand_over(handoff)) { // the shard has ended: the caller keeps the fds
-        (void)handoff.client.release_fd();
-        (void)handoff.upstream.release_fd();
-        return std::make_error_code(std::errc::operation_canceled);
-    }
-    conn.release_fds();
-    return {};
+    const std::error_code error = deliver(handoff, cpu);
+    if (!error)
+        conn.release_fds(); // the shard's now
+    return error;
 }
 
 void Engine::begin_handover() {

@@ -99,6 +99,17 @@ uint64_t field(const std::string& line, const std::string& key) {
                                    : std::strtoull(line.c_str() + at + key.size() + 2, nullptr, 10);
 }
 
+// The tests' configuration: `shards` shards, the upgrade socket, `engine_extra` lines of
+// [engine], and one route named `route` from `listen` to `upstream`.
+std::string upgrade_config(int shards, const std::string& upgrade_socket, const std::string& route,
+                           const Endpoint& listen, const Endpoint& upstream,
+                           const std::string& engine_extra = "") {
+    return fmt::format("[engine]\nshards = {}\nupgrade_socket = \"{}\"\n{}[[route]]\n"
+                       "name = \"{}\"\nlisten = \"{}\"\n  [[route.upstream]]\n  address = \"{}\"\n",
+                       shards, upgrade_socket, engine_extra, route, listen.to_string(),
+                       upstream.to_string());
+}
+
 struct Upgrader {
     std::string config_path;
     std::vector<std::string> args() const {
@@ -115,11 +126,9 @@ TEST(ConnectionHandover, LiveAndIdleConnectionsSurviveThreeUpgrades) {
     TempDir dir;
     const std::string log_path = dir.path() + "/access.log";
     const Endpoint at{Endpoint::Kind::Inet, "127.0.0.1", free_port()};
-    const ConfigFile file{fmt::format(
-        "[engine]\nshards = 2\nupgrade_socket = \"{}\"\naccess_log = \"{}\"\n"
-        "drain_timeout = \"30s\"\n[[route]]\nname = \"db\"\nlisten = \"{}\"\n"
-        "  [[route.upstream]]\n  address = \"{}\"\n",
-        dir.path() + "/upgrade.sock", log_path, at.to_string(), echo.endpoint().to_string())};
+    const ConfigFile file{
+        upgrade_config(2, dir.path() + "/upgrade.sock", "db", at, echo.endpoint(),
+                       fmt::format("access_log = \"{}\"\ndrain_timeout = \"30s\"\n", log_path))};
     const Upgrader upgrader{file.path()};
     auto current = std::make_unique<BinaryProcess>(uring_fwd_binary(), upgrader.args());
     ASSERT_TRUE(current->wait_listening(Deadline{10s})) << current->stderr_text();
@@ -154,12 +163,7 @@ TEST(ConnectionHandover, LiveAndIdleConnectionsSurviveThreeUpgrades) {
     for (int upgrade = 1; upgrade <= 3; ++upgrade) {
         std::this_thread::sleep_for(300ms); // traffic before (and between) the upgrades
         auto successor = std::make_unique<BinaryProcess>(uring_fwd_binary(), upgrader.args());
-        ASSERT_TRUE(eventually(
-            [&] {
-                return successor->stderr_text().find("stopped accepting and drains") !=
-                       std::string::npos;
-            },
-            Deadline{10s}))
+        ASSERT_TRUE(successor->logs("stopped accepting and drains", Deadline{10s}))
             << successor->stderr_text() << current->stderr_text();
         const auto took_over = std::chrono::steady_clock::now();
         const std::optional<ExitStatus> old_status = current->wait_exit(Deadline{5s});
@@ -253,9 +257,7 @@ TEST(ConnectionHandover, HalfClosedConnectionsStayHalfClosed) {
     TempDir dir;
     const Endpoint at{Endpoint::Kind::Inet, "127.0.0.1", free_port()};
     const ConfigFile file{
-        fmt::format("[engine]\nshards = 2\nupgrade_socket = \"{}\"\n[[route]]\nname = \"half\"\n"
-                    "listen = \"{}\"\n  [[route.upstream]]\n  address = \"{}\"\n",
-                    dir.path() + "/upgrade.sock", at.to_string(), upstream.endpoint().to_string())};
+        upgrade_config(2, dir.path() + "/upgrade.sock", "half", at, upstream.endpoint())};
     const Upgrader upgrader{file.path()};
     auto old_process = std::make_unique<BinaryProcess>(uring_fwd_binary(), upgrader.args());
     ASSERT_TRUE(old_process->wait_listening(Deadline{10s})) << old_process->stderr_text();
@@ -334,10 +336,7 @@ TEST(ConnectionHandover, ASuccessorThatDiesBeforeItAnswersLeavesEveryConnectionS
     TempDir dir;
     const std::string upgrade_socket = dir.path() + "/upgrade.sock";
     const Endpoint at{Endpoint::Kind::Inet, "127.0.0.1", free_port()};
-    const ConfigFile file{
-        fmt::format("[engine]\nshards = 2\nupgrade_socket = \"{}\"\n[[route]]\nname = \"db\"\n"
-                    "listen = \"{}\"\n  [[route.upstream]]\n  address = \"{}\"\n",
-                    upgrade_socket, at.to_string(), echo.endpoint().to_string())};
+    const ConfigFile file{upgrade_config(2, upgrade_socket, "db", at, echo.endpoint())};
     BinaryProcess old_process{
         uring_fwd_binary(),
         with_data_path_under_test(uring_fwd_binary(), {"--config", file.path()})};
@@ -377,12 +376,7 @@ TEST(ConnectionHandover, ASuccessorThatDiesBeforeItAnswersLeavesEveryConnectionS
     fds.clear();
     conversation.reset();
 
-    EXPECT_TRUE(eventually(
-        [&] {
-            return old_process.stderr_text().find(" kept here") != std::string::npos;
-        },
-        Deadline{10s}))
-        << old_process.stderr_text();
+    EXPECT_TRUE(old_process.logs(" kept here", Deadline{10s})) << old_process.stderr_text();
     for (auto& client : clients) {
         for (int i = 0; i < 3; ++i)
             ASSERT_TRUE(client->round()) << client->failure << "\n" << old_process.stderr_text();
@@ -402,14 +396,8 @@ TEST(ConnectionHandover, AConnectionTheSuccessorRefusesStaysWithTheOldProcess) {
     TempDir dir;
     const Endpoint at{Endpoint::Kind::Inet, "127.0.0.1", free_port()};
     const std::string upgrade_socket = dir.path() + "/upgrade.sock";
-    auto config = [&](const std::string& route) {
-        return fmt::format("[engine]\nshards = 2\nupgrade_socket = \"{}\"\n[[route]]\n"
-                           "name = \"{}\"\nlisten = \"{}\"\n  [[route.upstream]]\n"
-                           "  address = \"{}\"\n",
-                           upgrade_socket, route, at.to_string(), echo.endpoint().to_string());
-    };
-    const ConfigFile old_file{config("old"), "old"};
-    const ConfigFile new_file{config("new"), "new"};
+    const ConfigFile old_file{upgrade_config(2, upgrade_socket, "old", at, echo.endpoint()), "old"};
+    const ConfigFile new_file{upgrade_config(2, upgrade_socket, "new", at, echo.endpoint()), "new"};
     BinaryProcess old_process{
         uring_fwd_binary(),
         with_data_path_under_test(uring_fwd_binary(), {"--config", old_file.path()})};
@@ -420,12 +408,7 @@ TEST(ConnectionHandover, AConnectionTheSuccessorRefusesStaysWithTheOldProcess) {
     BinaryProcess successor{
         uring_fwd_binary(),
         with_data_path_under_test(uring_fwd_binary(), {"--config", new_file.path()})};
-    ASSERT_TRUE(eventually(
-        [&] {
-            return successor.stderr_text().find("a connection of route \"old\" is not taken "
-                                                "over") != std::string::npos;
-        },
-        Deadline{10s}))
+    ASSERT_TRUE(successor.logs("a connection of route \"old\" is not taken over", Deadline{10s}))
         << old_process.stderr_text() << successor.stderr_text();
     for (int i = 0; i < 5; ++i)
         ASSERT_TRUE(client.round()) << client.failure;
@@ -446,20 +429,14 @@ TEST(ConnectionHandover, ListenersOnlyLeavesTheConnectionsToDrain) {
     EchoServer echo;
     TempDir dir;
     const Endpoint at{Endpoint::Kind::Inet, "127.0.0.1", free_port()};
-    const ConfigFile file{fmt::format(
-        "[engine]\nshards = 1\nupgrade_socket = \"{}\"\nhandover = \"listeners\"\n[[route]]\n"
-        "name = \"db\"\nlisten = \"{}\"\n  [[route.upstream]]\n  address = \"{}\"\n",
-        dir.path() + "/upgrade.sock", at.to_string(), echo.endpoint().to_string())};
+    const ConfigFile file{upgrade_config(1, dir.path() + "/upgrade.sock", "db", at, echo.endpoint(),
+                                         "handover = \"listeners\"\n")};
     BinaryProcess old_process{uring_fwd_binary(), {"--config", file.path()}};
     ASSERT_TRUE(old_process.wait_listening(Deadline{10s})) << old_process.stderr_text();
     RoundTripper client(at, 9, 4096);
     ASSERT_TRUE(client.round()) << client.failure;
     BinaryProcess successor{uring_fwd_binary(), {"--config", file.path()}};
-    ASSERT_TRUE(eventually(
-        [&] {
-            return old_process.stderr_text().find("accepts now; draining") != std::string::npos;
-        },
-        Deadline{10s}))
+    ASSERT_TRUE(old_process.logs("accepts now; draining", Deadline{10s}))
         << old_process.stderr_text();
     std::this_thread::sleep_for(200ms);
     EXPECT_FALSE(old_process.wait_exit(Deadline{0ms})) << "it drains the connection";

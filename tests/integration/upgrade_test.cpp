@@ -139,12 +139,7 @@ TEST(Upgrade, NewProcessTakesOverWithoutRefusingOrResettingAConnection) {
 
     // The new process owns the control socket now: a third one takes over from it.
     BinaryProcess third{uring_fwd_binary(), {"--config", file.path()}};
-    EXPECT_TRUE(eventually(
-        [&] {
-            return third.stderr_text().find("stopped accepting and drains") != std::string::npos;
-        },
-        Deadline{10s}))
-        << third.stderr_text();
+    EXPECT_TRUE(third.logs("stopped accepting and drains", Deadline{10s})) << third.stderr_text();
     EXPECT_TRUE(new_process.wait_exit(Deadline{10s}));
     UniqueFd last = connect_to(at, 5000ms);
     const ExchangeResult r = exchange(last, source_plan(64, 3), Deadline{5s});

@@ -1,6 +1,7 @@
 #include "tests/support/binary_process.hpp"
 
 #include "tests/support/data_path_under_test.hpp"
+#include "tests/support/eventually.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -258,6 +259,10 @@ void BinaryProcess::signal(int sig) {
 std::string BinaryProcess::stderr_text() const {
     std::lock_guard lock(mu_);
     return err_;
+}
+
+bool BinaryProcess::logs(const std::string& text, const Deadline& deadline) const {
+    return eventually([&] { return stderr_text().find(text) != std::string::npos; }, deadline);
 }
 
 std::string BinaryProcess::stdout_text() const {

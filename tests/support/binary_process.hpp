@@ -61,6 +61,8 @@ public:
 
     std::string stderr_text() const;
     std::string stdout_text() const;
+    // Whether `text` appears in its stderr before `deadline` (polled).
+    bool logs(const std::string& text, const Deadline& deadline) const;
 
 private:
     void drain_loop();
