@@ -363,9 +363,8 @@ int main(int argc, char** argv) {
     std::unique_ptr<uringfwd::cli::ConnectionReceiver> receiver;
     if (takeover) {
         notify.main_pid_ready(serving);
-        const bool take_connections = takeover->offers_connections() &&
-                                      operations.handover == uringfwd::UpgradeHandover::Connections;
-        const bool released = takeover->finish(log, take_connections);
+        const bool released =
+            takeover->finish(log, operations.handover == uringfwd::UpgradeHandover::Connections);
         // A client whose wake-up went to the old process's cancelled accept is still
         // queued: take it now (Engine::rearm_listeners()).
         engine->rearm_listeners();
@@ -375,9 +374,11 @@ int main(int argc, char** argv) {
         // Its control socket is ours now, file and all (the old process leaves it).
         if (released && control && takeover->took_control_socket())
             control->own_file();
-        if (released && take_connections)
+        // Its connections follow on the same socket when it offered them and we took them.
+        if (uringfwd::ops::UniqueFd conversation = takeover->take_conversation();
+            released && conversation)
             receiver = std::make_unique<uringfwd::cli::ConnectionReceiver>(
-                takeover->take_conversation(), *engine, log, takeover->old_pid());
+                std::move(conversation), *engine, log, takeover->old_pid());
         takeover.reset();
     } else {
         notify.ready(serving);

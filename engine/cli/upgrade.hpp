@@ -50,15 +50,13 @@ public:
     ops::UniqueFd take_control_socket(const std::string& path);
     bool took_control_socket() const { return control_taken_; }
 
-    // The old process offers its open connections once its listeners are ours.
-    bool offers_connections() const { return offers_connections_; }
     // Our engine accepts on the sockets: tells the old process to let go (and, with
-    // `take_connections`, that we take its connections) and waits (bounded) until it
-    // has. False, with the reason logged, when it did not answer; both then accept on
-    // the sockets until it ends, which loses nothing.
+    // `take_connections`, that we take its connections, if it offered them) and waits
+    // (bounded) until it has. False, with the reason logged, when it did not answer; both then
+    // accept on the sockets until it ends, which loses nothing.
     bool finish(const ProcessLog& log, bool take_connections = false);
-    // After finish() returned true with take_connections: the socket its connections
-    // come on (ConnectionReceiver).
+    // After finish() returned true: the socket its connections come on
+    // (ConnectionReceiver), invalid unless it offered them and finish() took them.
     ops::UniqueFd take_conversation() { return std::move(conn_); }
 
 private:
