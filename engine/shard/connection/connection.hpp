@@ -148,6 +148,11 @@ struct Connection {
     SocketAddress local_sa;
     std::vector<std::byte> proxy_tlvs; // to pass on in a PROXY v2 header
 
+    // Being paused for an upgrade's hand-over (connection_handover.cpp).
+    bool pausing() const {
+        return handover == HandoverStep::Pausing || handover == HandoverStep::Installing;
+    }
+
     // The socket a direction reads from, and the one it writes to.
     ConnSocket& source(Side side) { return side == Side::ToUpstream ? client : upstream; }
     ConnSocket& destination(Side side) { return side == Side::ToUpstream ? upstream : client; }

@@ -26,10 +26,6 @@ constexpr std::size_t kMaxPausing = 512;
 // descriptors), which the fd limit did not count on; the sender passes 100 at a time.
 constexpr std::size_t kMaxQueued = 1024;
 
-bool pausing(const Connection& conn) {
-    return conn.handover == HandoverStep::Pausing || conn.handover == HandoverStep::Installing;
-}
-
 } // namespace
 
 void Connections::set_handover(DetachedQueue* queue) {
@@ -38,7 +34,7 @@ void Connections::set_handover(DetachedQueue* queue) {
         return;
     // Called off (the successor went away): whoever is pausing reads again.
     table_.for_each_active([this](Connection& conn) {
-        if (conn.phase == Phase::Forwarding && pausing(conn)) {
+        if (conn.phase == Phase::Forwarding && conn.pausing()) {
             --pausing_;
             conn.handover = HandoverStep::None;
             resume_paused(conn);
@@ -145,7 +141,7 @@ void Connections::resume_paused(Connection& conn) {
 }
 
 void Connections::advance_handover(Connection& conn) {
-    if (!pausing(conn) || conn.phase != Phase::Forwarding || !conn.in_flight.idle())
+    if (!conn.pausing() || conn.phase != Phase::Forwarding || !conn.in_flight.idle())
         return;
     if (conn.handover == HandoverStep::Pausing) {
         // A slot is no fd: the ring installs one for it (IORING_OP_FIXED_FD_INSTALL,
@@ -177,6 +173,9 @@ void Connections::advance_handover(Connection& conn) {
 }
 
 void Connections::resume(Connection& conn, const Resumed& from) {
+    // Taken back from a successor that refused it: this engine keeps it to its end.
+    if (detached_ != nullptr)
+        conn.handover = HandoverStep::Unmovable;
     conn.record.opened_at = from.opened_at;
     conn.bytes[static_cast<int>(Side::ToUpstream)] = from.bytes[static_cast<int>(Side::ToUpstream)];
     conn.bytes[static_cast<int>(Side::ToClient)] = from.bytes[static_cast<int>(Side::ToClient)];

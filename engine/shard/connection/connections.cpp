@@ -58,9 +58,6 @@ int Connections::open(ShardRoute& r, WaitingClient&& client) {
         conn.caller_upstream = true;
         if (client.resumed)
             resume(conn, *client.resumed);
-        // Taken back from a successor that refused it: this engine keeps it to its end.
-        if (client.resumed && detached_ != nullptr)
-            conn.handover = HandoverStep::Unmovable;
         start_forwarding(conn);
         if (client.resumed)
             conn.record.connected_at = client.resumed->connected_at;
@@ -105,8 +102,7 @@ void Connections::on_completion(const OpTag& t, const uring::Completion& c) {
     Connection& conn = *found;
     shard_.io.completed(conn.in_flight, t, c);
     if (conn.phase == Phase::Forwarding &&
-        (conn.handover == HandoverStep::Pausing || conn.handover == HandoverStep::Installing ||
-         conn.cancelling[0] || conn.cancelling[1]) &&
+        (conn.pausing() || conn.cancelling[0] || conn.cancelling[1]) &&
         on_handover_completion(conn, t, c)) {
         advance_handover(conn);
         settle(conn);
@@ -239,7 +235,7 @@ void Connections::handle(Connection& conn, Side side, const Outcome& outcome) {
 void Connections::close(Connection& conn, CloseReason reason) {
     if (conn.phase == Phase::Closing)
         return;
-    if (conn.handover == HandoverStep::Pausing || conn.handover == HandoverStep::Installing) {
+    if (conn.pausing()) {
         --pausing_; // reset while it was being paused (a watch saw it)
         conn.handover = HandoverStep::None;
     }
