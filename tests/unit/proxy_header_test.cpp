@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace uringfwd::engine::proxy {
@@ -122,13 +123,21 @@ TEST(ProxyHeaderV1, RejectsNulAndBareLineFeedsInsideTheLine) {
 }
 
 TEST(ProxyHeaderV1, LongerThan107BytesIsOversized) {
-    std::string in = "PROXY UNKNOWN " + std::string(200, 'x');
+    // Appended rather than joined with operator+: at -O3 GCC 12 reports a false
+    // -Warray-bounds in the moved-from temporary (GCC bug 105329's family).
+    const auto header = [](std::size_t filler, std::string_view end) {
+        std::string out = "PROXY UNKNOWN ";
+        out.append(filler, 'x');
+        out.append(end);
+        return out;
+    };
+    std::string in = header(200, "");
     EXPECT_EQ(parse(bytes_of(in)).status, Status::Oversized);
     // 107 bytes exactly, CRLF included, is the longest allowed (spec 2.1).
-    std::string longest = "PROXY UNKNOWN " + std::string(107 - 16, 'x') + "\r\n";
+    std::string longest = header(107 - 16, "\r\n");
     ASSERT_EQ(longest.size(), 107u);
     EXPECT_EQ(parse(bytes_of(longest)).status, Status::Done);
-    std::string one_more = "PROXY UNKNOWN " + std::string(107 - 15, 'x') + "\r\n";
+    std::string one_more = header(107 - 15, "\r\n");
     EXPECT_EQ(parse(bytes_of(one_more)).status, Status::Oversized);
 }
 
