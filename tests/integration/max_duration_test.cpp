@@ -1,6 +1,7 @@
 // max_duration (RouteConfig::max_duration): a connection forwarding longer than the
-// route allows is closed on time, with FIN toward both peers, busy or not, and counted
-// as closed_max_duration; a route without one leaves its connections alone.
+// route allows is closed on time, busy or not, and counted as closed_max_duration: with
+// FIN toward both peers, or a reset of both when the proxy would drop bytes with it; a
+// route without one leaves its connections alone.
 #include "tests/support/pool_members.hpp"
 #include "tests/support/proxy_under_test.hpp"
 #include "tests/support/socket_io.hpp"
@@ -13,6 +14,7 @@
 #include <chrono>
 #include <cstddef>
 #include <thread>
+#include <vector>
 
 namespace uringfwd::test {
 namespace {
@@ -42,48 +44,93 @@ bool read_byte_or_eof(int fd, const Deadline& deadline, IoStatus& status) {
     return got.status == IoStatus::Ok;
 }
 
-TEST(MaxDuration, ClosesABusyConnectionWithFinOnBothSidesOnTime) {
+// A byte each way, in lock-step, every 50 ms from `opened` on, until the proxy ends the
+// connection or `busy_for` has passed. Returns when the client's side saw its end: the
+// client's read of it (FIN or reset) and when.
+struct ClientEnd {
+    IoStatus status = IoStatus::NotDone;
+    Clock::time_point at{};
+};
+
+ClientEnd exchange_bytes(int client, int server, std::chrono::milliseconds busy_for,
+                         Clock::time_point opened) {
+    for (int i = 0; i < 100 && Clock::now() - opened < busy_for; ++i) { // 5 s at most
+        if (send_text(client, "c", Deadline{1s}).status != IoStatus::Ok)
+            break;
+        IoStatus at_server = IoStatus::NotDone;
+        if (!read_byte_or_eof(server, Deadline{2s}, at_server))
+            break; // the proxy ended the upstream's side (checked by the caller)
+        if (send_text(server, "s", Deadline{1s}).status != IoStatus::Ok)
+            break;
+        IoStatus at_client = IoStatus::NotDone;
+        if (!read_byte_or_eof(client, Deadline{2s}, at_client))
+            return {at_client, Clock::now()};
+        std::this_thread::sleep_for(50ms);
+    }
+    // Quiet from here, or a send failed once the proxy had closed: read the client's
+    // side on to its end.
+    const IoResult rest = recv_until_eof(client, Deadline{3s});
+    return {rest.status, Clock::now()};
+}
+
+// Busy all along: the close may find a byte on its way through the proxy, and then
+// resets both sides rather than let either take the cut for a clean end (the test
+// below); it comes on time either way, and each side sees it.
+TEST(MaxDuration, ClosesABusyConnectionOnTime) {
     Listener upstream = listen_loopback(Family::Inet4);
     ProxyUnderTest proxy{{route_to(upstream.endpoint(), 1000ms)}, one_shard};
     const Clock::time_point opened = Clock::now();
     UniqueFd client = connect_to(proxy.endpoint());
     UniqueFd server = accept_one(upstream.fd(), Deadline{5s});
-    // Busy all along: a byte each way every 50 ms, so it is never idle.
-    IoStatus client_end = IoStatus::NotDone;
-    bool client_saw_end = false; // the client's read ended (FIN or an error)
-    Clock::time_point client_closed{};
-    for (int i = 0; i < 100; ++i) { // 5 s at most
-        if (send_text(client.get(), "c", Deadline{1s}).status != IoStatus::Ok)
-            break;
-        IoStatus at_server = IoStatus::NotDone;
-        if (!read_byte_or_eof(server.get(), Deadline{2s}, at_server)) {
-            EXPECT_EQ(at_server, IoStatus::Eof) << to_string(at_server);
-            break;
-        }
-        if (send_text(server.get(), "s", Deadline{1s}).status != IoStatus::Ok)
-            break;
-        if (!read_byte_or_eof(client.get(), Deadline{2s}, client_end)) {
-            client_saw_end = true;
-            client_closed = Clock::now();
-            break;
-        }
-        std::this_thread::sleep_for(50ms);
-    }
-    // The upstream side ended first, or a send failed once the proxy had closed: read
-    // the client's side on to its end.
-    if (!client_saw_end) {
-        const IoResult rest = recv_until_eof(client.get(), Deadline{3s});
-        client_end = rest.status;
-        client_closed = Clock::now();
-    }
-    EXPECT_EQ(client_end, IoStatus::Eof) << to_string(client_end); // FIN, not RST
+    const ClientEnd end = exchange_bytes(client.get(), server.get(), 5s, opened);
+    EXPECT_TRUE(end.status == IoStatus::Eof || end.status == IoStatus::Reset)
+        << to_string(end.status);
     const IoResult server_end = recv_until_eof(server.get(), Deadline{3s});
-    EXPECT_EQ(server_end.status, IoStatus::Eof) << to_string(server_end.status);
-    const auto took = client_closed - opened;
+    EXPECT_TRUE(server_end.status == IoStatus::Eof || server_end.status == IoStatus::Reset)
+        << to_string(server_end.status);
+    const auto took = end.at - opened;
     EXPECT_GE(took, 1000ms);
     EXPECT_LE(took, 2500ms);
     EXPECT_EQ(proxy.stats().closed_max_duration, 1u) << proxy.stats().to_line();
     EXPECT_EQ(proxy.stats().closed_idle_timeout, 0u);
+}
+
+// Busy until 600 ms, then nothing in flight when the 1000 ms run out: FIN toward both.
+TEST(MaxDuration, ClosesWithFinOnBothSidesWhenNothingIsOnItsWay) {
+    Listener upstream = listen_loopback(Family::Inet4);
+    ProxyUnderTest proxy{{route_to(upstream.endpoint(), 1000ms)}, one_shard};
+    const Clock::time_point opened = Clock::now();
+    UniqueFd client = connect_to(proxy.endpoint());
+    UniqueFd server = accept_one(upstream.fd(), Deadline{5s});
+    const ClientEnd end = exchange_bytes(client.get(), server.get(), 600ms, opened);
+    EXPECT_EQ(end.status, IoStatus::Eof) << to_string(end.status); // FIN, not RST
+    const IoResult server_end = recv_until_eof(server.get(), Deadline{3s});
+    EXPECT_EQ(server_end.status, IoStatus::Eof) << to_string(server_end.status);
+    const auto took = end.at - opened;
+    EXPECT_GE(took, 1000ms);
+    EXPECT_LE(took, 2500ms);
+    EXPECT_EQ(proxy.stats().closed_max_duration, 1u) << proxy.stats().to_line();
+}
+
+// The upstream reads nothing, so the proxy holds the client's bytes (a full pipe or
+// copy buffers) when the time runs out: a FIN would let the upstream take what it got
+// for all of it. Both sides are reset instead.
+TEST(MaxDuration, ResetsBothSidesWhenTheCloseWouldLoseBytes) {
+    Listener upstream = listen_loopback(Family::Inet4);
+    ProxyUnderTest proxy{{route_to(upstream.endpoint(), 1000ms)}, one_shard};
+    const Clock::time_point opened = Clock::now();
+    UniqueFd client = connect_to(proxy.endpoint());
+    UniqueFd server = accept_one(upstream.fd(), Deadline{5s});
+    // More than every buffer on the way holds; the send stalls until the proxy resets.
+    const std::vector<std::byte> bulk(64u << 20, std::byte{'x'});
+    const IoResult sent = send_all(client.get(), bulk, Deadline{5s});
+    EXPECT_EQ(sent.status, IoStatus::Reset) << to_string(sent.status) << " after " << sent.bytes;
+    EXPECT_LE(Clock::now() - opened, 2500ms);
+    const IoResult server_end = recv_until_eof(server.get(), Deadline{3s});
+    EXPECT_EQ(server_end.status, IoStatus::Reset)
+        << to_string(server_end.status) << " after " << server_end.bytes;
+    EXPECT_LT(server_end.bytes, sent.bytes); // what the proxy held never came
+    EXPECT_EQ(proxy.stats().closed_max_duration, 1u) << proxy.stats().to_line();
 }
 
 TEST(MaxDuration, ZeroLeavesConnectionsOpen) {

@@ -270,7 +270,12 @@ void Connections::settle(Connection& conn) {
 }
 
 void Connections::finalize(Connection& conn) {
-    bool reset = closes_with_reset(conn.close_reason);
+    // A close that would send FIN resets instead when bytes would be lost with it (the
+    // kernel does the same for a socket closed with input unread, RFC 2525 §2.17). One
+    // handed over never does: its sockets live on in the successor.
+    bool reset =
+        closes_with_reset(conn.close_reason) ||
+        (conn.close_reason != CloseReason::HandedOver && Directions::leaves_bytes_behind(conn));
     // Slots of the file table close through the ring: the connection stays until
     // those closes are in, then comes back here (settle()) with none left.
     if (close_slots(conn, reset))

@@ -58,6 +58,9 @@ struct Direction {
     uint8_t pair_pending = 0;
     bool watching = false; // a multishot error watch is armed on src
     bool parked = false;   // src made blocking: its splices wait in the kernel (bulk_park)
+    // Input reached the source while the connection closed (a receive or a readable
+    // poll came in after the close): it is forwarded to nobody.
+    bool discarded = false;
     // Splices run inline (splice(2) on the shard's thread) rather than through the ring.
     bool inline_splice = false;
     // Inline: bytes an inline wake-up of this direction moved, a moving average (1/4 of

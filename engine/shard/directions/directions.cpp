@@ -98,8 +98,12 @@ void Directions::start_reading(Connection& conn, Side side) {
 }
 
 Outcome Directions::on_readable(Connection& conn, Side side, int result) {
-    if (conn.phase == Phase::Closing)
+    if (conn.phase == Phase::Closing) {
+        // POLLIN: bytes (or a FIN: POLLIN alone cannot tell) wait that nobody will read.
+        if (result > 0 && (result & POLLIN))
+            conn.dir(side).discarded = true;
         return Outcome::running();
+    }
     if (result < 0)
         return source_failed(side, "polling", result);
     Direction& dir = conn.dir(side);
@@ -319,6 +323,13 @@ Outcome Directions::on_error_watch(Connection& conn, Side side, int result, bool
     if (result & POLLERR)
         return source_failed(side, "reset while nobody read from it:", 0);
     return Outcome::running();
+}
+
+bool Directions::leaves_bytes_behind(const Connection& conn) {
+    for (const Direction& dir : conn.dirs)
+        if (dir.discarded || dir.chunk_count != 0 || (dir.pipe && !dir.pipe->empty()))
+            return true;
+    return false;
 }
 
 void Directions::release(Connection& conn, bool verify) {

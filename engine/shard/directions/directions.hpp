@@ -64,6 +64,11 @@ public:
     void watch_source(Connection& conn, Side side);
     void unwatch_source(Connection& conn, Side side);
 
+    // Whether a closing connection leaves bytes undelivered: a pipe or copy chunk not
+    // yet sent, or input that came in while it closed. A close that would otherwise
+    // send FIN resets both sides then, so no peer takes a cut stream for a whole one.
+    static bool leaves_bytes_behind(const Connection& conn);
+
     // Gives back the pipes and copy buffers of a connection that has closed. `verify`:
     // the stream was cut, so ask the kernel whether a pipe is really empty.
     void release(Connection& conn, bool verify);

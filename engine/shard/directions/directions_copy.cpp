@@ -132,8 +132,11 @@ Outcome Directions::on_received(Connection& conn, Side side, const uring::Comple
         if (c.result <= 0 || conn.phase == Phase::Closing)
             buffers.give_back(*buffer); // nothing in it that anyone wants
     }
-    if (conn.phase == Phase::Closing)
+    if (conn.phase == Phase::Closing) {
+        if (c.result > 0)
+            conn.dir(side).discarded = true;
         return Outcome::running();
+    }
     if (c.result > 0) {
         if (!buffer)
             return Outcome::failed(CloseReason::LocalError, "a receive without a buffer from",
@@ -195,6 +198,8 @@ Outcome Directions::on_bulk_received(Connection& conn, Side side, const uring::C
     if (conn.phase == Phase::Closing) {
         for (std::size_t i = 0; i < taken; ++i)
             bulk.give_back(ids[i]);
+        if (c.result > 0)
+            conn.dir(side).discarded = true;
         return Outcome::running();
     }
     if (c.result > 0) {
