@@ -447,7 +447,13 @@ TEST(HealthCheck, StartThrowsWhenTheRingCannotBeSetUp) {
             EXPECT_NE(std::string(e.what()).find("io_uring"), std::string::npos) << e.what();
         }
     }
-    EXPECT_EQ(count_threads_with_prefix(0, "fwd-health"), 0);
+    // start() joined the thread it began, but a joined thread may still be listed in
+    // /proc for a moment: glibc's join returns when the kernel clears the thread's tid
+    // (kernel/fork.c mm_release, CLONE_CHILD_CLEARTID), before the task is unhashed
+    // (release_task). It must be gone soon after, not linger.
+    EXPECT_TRUE(
+        eventually([] { return count_threads_with_prefix(0, "fwd-health") == 0; }, Deadline{2s}))
+        << count_threads_with_prefix(0, "fwd-health") << " fwd-health thread(s) live on";
     EXPECT_EQ(checker.stats(0).checks, 0u);
     EXPECT_THROW(checker.start(), std::logic_error); // started once, even if it failed
     checker.stop();

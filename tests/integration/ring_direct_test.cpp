@@ -14,6 +14,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -113,9 +114,16 @@ TEST(RingDirect, AcceptedSlotCarriesSendSpliceSetsockoptHalfCloseAndClose) {
     ring.close_direct(static_cast<unsigned>(slot), 8);
     EXPECT_EQ(result_of(ring, seen, 7), 0);
     EXPECT_EQ(result_of(ring, seen, 8), 0);
-    // The reset is on loopback before the next call, so this send fails at once (after an
-    // orderly close it would succeed). The client had our FIN (CLOSE_WAIT), where a reset
-    // sets EPIPE rather than ECONNRESET (net/ipv4/tcp_input.c tcp_reset()).
+    // The slot's close drops the ring's reference; the socket's own close (and with it
+    // the reset) may come a moment later, from the file's last fput, which the kernel
+    // can defer (fs/file_table.c fput: task work, or delayed_fput from a worker). Wait
+    // for it: the client, which had our FIN (CLOSE_WAIT), gets POLLERR only from a reset
+    // (an orderly close leaves it readable at EOF and nothing more). A reset there sets
+    // EPIPE rather than ECONNRESET (net/ipv4/tcp_input.c tcp_reset()), and the send
+    // fails (after an orderly close it would succeed).
+    pollfd watch{client.get(), POLLERR, 0};
+    EXPECT_EQ(::poll(&watch, 1, 2000), 1) << "no reset within 2 s";
+    EXPECT_TRUE(watch.revents & POLLERR) << watch.revents;
     errno = 0;
     EXPECT_EQ(::send(client.get(), "q", 1, MSG_NOSIGNAL), -1);
     EXPECT_TRUE(errno == EPIPE || errno == ECONNRESET)
