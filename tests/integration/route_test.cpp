@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 
 #include <chrono>
+#include <cstddef>
 #include <map>
 #include <optional>
 #include <string>
@@ -354,6 +355,26 @@ TEST(Routes, IdleTimeoutClosesAnIdlePairWithFinButNotASlowOne) {
     EXPECT_EQ(got.status, IoStatus::Eof) << to_string(got.status); // FIN, not RST
     EXPECT_EQ(proxy.stats().closed_idle_timeout, 1u) << proxy.stats().to_line();
     EXPECT_EQ(proxy.stats().active, 1u);
+}
+
+// An upstream that reads nothing stalls the pair with the client's bytes held in the
+// proxy (a full pipe or copy buffers): when the idle time runs out, a FIN would let the
+// upstream take what it got for all of it, so both sides are reset instead.
+TEST(Routes, IdleTimeoutResetsBothSidesOfAStalledPairThatHoldsBytes) {
+    Listener upstream = listen_loopback(Family::Inet4);
+    RouteConfig r = route("web", {member_at(upstream.endpoint())});
+    r.idle_timeout = 300ms;
+    ProxyUnderTest proxy{{r}, one_shard};
+    UniqueFd client = connect_to(proxy.endpoint());
+    UniqueFd server = accept_one(upstream.fd(), Deadline{5s});
+    const std::vector<std::byte> bulk(64u << 20, std::byte{'x'}); // more than it all holds
+    const IoResult sent = send_all(client.get(), bulk, Deadline{5s});
+    EXPECT_EQ(sent.status, IoStatus::Reset) << to_string(sent.status) << " after " << sent.bytes;
+    const IoResult server_end = recv_until_eof(server.get(), Deadline{3s});
+    EXPECT_EQ(server_end.status, IoStatus::Reset)
+        << to_string(server_end.status) << " after " << server_end.bytes;
+    EXPECT_LT(server_end.bytes, sent.bytes); // what the proxy held never came
+    EXPECT_EQ(proxy.stats().closed_idle_timeout, 1u) << proxy.stats().to_line();
 }
 
 } // namespace
