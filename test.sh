@@ -38,11 +38,20 @@
 # -g 5.0 to 6.7 s, -g1 4.7 to 5.1 s, -g1 with the header 3.0 to 3.2 s.
 # Steps 3 and 4 build without -Werror on purpose (an embedder's or a distribution's
 # compiler must not fail on a new warning); step 4 prints the warnings it sees.
+# Each step says what CPU it took ("cpu NAME: U s user + S s system in R s", bash's time):
+# on 2 cores, the background steps' CPU is what the foreground ones wait for.
 # URING_FWD_QUICK=1 runs only step 1 (for a fast local loop; step 8 too with URING_FWD_QEMU=1).
 set -uo pipefail
 cd "$(dirname "$0")" || exit 1
 # Each step prints how far into the run it starts, so a slow CI shows where the time went.
 step() { echo "=== $1 (at ${SECONDS} s)"; }
+# timed NAME COMMAND...: runs it and says how much CPU it and its children took, beside
+# the wall time: on 2 cores, what a step costs the others running beside it.
+timed() {
+  local name=$1; shift
+  local TIMEFORMAT="cpu $name: %U s user + %S s system in %R s"
+  time "$@"
+}
 results=()   # one "junit-file status" or "name:ok|fail" entry per step
 
 # Step 8 is on by default, off in the quick loop; URING_FWD_QEMU=0 or 1 says so outright.
@@ -74,7 +83,7 @@ test_dir() {
   # failure.
   rm -f "$dir/meson-logs/testlog.junit.xml"
   # shellcheck disable=SC2086 # suites is a list of test names
-  meson test -C "$dir" --no-rebuild --print-errorlogs --num-processes 1 $suites
+  timed "$dir: test" meson test -C "$dir" --no-rebuild --print-errorlogs --num-processes 1 $suites
   results+=("$dir/meson-logs/testlog.junit.xml:$?")
 }
 
@@ -89,15 +98,17 @@ background_builds() {
   # the tests, as ./run.sh builds it: the tests' own files are about two thirds of a
   # build's compile time (64 % in step 1's ninja log: 1852 of 2883 compiler-seconds), and
   # step 1 already compiles them with -Werror.
+  # Without the precompiled headers (engine/pch/): every engine file must include what
+  # it uses, and this is the build of ours that checks it.
   step "build-release"
-  if nice -n 19 scripts/build.sh build-release -Dtests=false -Dbuildtype=release; then
+  if timed build-release nice -n 19 scripts/build.sh build-release -Dtests=false -Dbuildtype=release -Db_pch=false; then
     echo "result build-release:ok"
   else
     echo "result build-release:fail"
   fi
   # The .debs built from debian/, their contents, the installed binary and lintian.
   step "package"
-  if nice -n 19 scripts/check-package.sh; then echo "result package:ok"; else echo "result package:fail"; fi
+  if timed package nice -n 19 scripts/check-package.sh; then echo "result package:ok"; else echo "result package:fail"; fi
 }
 
 # Step 1's build: debugoptimized (meson.build's default) at -g1, see above.
@@ -115,7 +126,9 @@ if [[ $qemu == 1 ]]; then
   step "qemu-6.1-numa (in the background)"
   if { [[ -f build/build.ninja ]] || meson setup build "${step1_setup[@]}" >build.setup.log 2>&1; } &&
     ninja -C build engine/uring-fwd >build-qemu-binary.log 2>&1; then
-    nice -n 19 scripts/qemu/run.sh build >"$qemu_log" 2>&1 &
+    # Its log's last line is its result: the CPU line goes to a file of its own.
+    run_guest() { nice -n 19 scripts/qemu/run.sh build >"$qemu_log" 2>&1; }
+    { timed qemu run_guest; } 2>build-qemu.cpu &
     qemu_pid=$!
   else
     tail -20 build.setup.log build-qemu-binary.log 2>/dev/null
@@ -123,7 +136,7 @@ if [[ $qemu == 1 ]]; then
   fi
 fi
 step "build: build"
-if build_dir build "${step1_setup[@]}"; then
+if timed build build_dir build "${step1_setup[@]}"; then
   step1_built=1
 else
   step1_built=0
@@ -145,15 +158,19 @@ fi
 run_targets="tests/integration_tests engine/uring-fwd tests/without_io_uring"
 sanitizer_common=(-Db_lundef=false -Dbuildtype=plain -Dcpp_args=-g1)
 sanitizer_builds() {
-  renice -n 19 "$BASHPID" >/dev/null # this subshell and the compilers it starts
+  # Niced below step 1's suites, but above steps 2 and 4, which end before the last
+  # sanitizer suite anyway: these builds are what the sanitizer suites, and so the end
+  # of CI, wait for. CFS shares a contended core by weight (kernel/sched/core.c
+  # sched_prio_to_weight): nice 10 weighs 110 against 15 at nice 19 and 1024 at 0.
+  renice -n 10 "$BASHPID" >/dev/null # this subshell and the compilers it starts
   step "build-asan: build"
-  if targets="tests/unit_tests $run_targets" build_dir build-asan -Db_sanitize=address,undefined "${sanitizer_common[@]}"; then
+  if targets="tests/unit_tests $run_targets" timed build-asan build_dir build-asan -Db_sanitize=address,undefined "${sanitizer_common[@]}"; then
     echo "built build-asan"
   else
     echo "result build-asan-build:fail"
   fi
   step "build-tsan: build"
-  if targets=$run_targets build_dir build-tsan -Db_sanitize=thread "${sanitizer_common[@]}"; then
+  if targets=$run_targets timed build-tsan build_dir build-tsan -Db_sanitize=thread "${sanitizer_common[@]}"; then
     echo "built build-tsan"
   else
     echo "result build-tsan-build:fail"
@@ -203,7 +220,7 @@ if [[ $quick != 1 ]]; then
   # verdict line and run.sh's own non-zero exit (with no target to blame) each count as
   # a failure, so the step cannot vanish from the count.
   step "fuzz"
-  tests/fuzz/run.sh "${URING_FWD_FUZZ_SECONDS:-10}" >build-fuzz-verdicts.log 2>build-fuzz.log
+  timed fuzz tests/fuzz/run.sh "${URING_FWD_FUZZ_SECONDS:-10}" >build-fuzz-verdicts.log 2>build-fuzz.log
   fuzz_status=$?
   cat build-fuzz.log build-fuzz-verdicts.log
   mapfile -t fuzz_targets < <(tests/fuzz/run.sh --list)
@@ -235,7 +252,7 @@ fi
 if [[ $qemu == 1 && -n ${qemu_pid:-} ]]; then
   step "qemu-6.1-numa (started with step 1)"
   wait "$qemu_pid"
-  cat "$qemu_log"
+  cat "$qemu_log" build-qemu.cpu
   case "$(tail -1 "$qemu_log")" in
     "qemu-6.1-numa: ok "*) results+=("qemu-6.1-numa:ok") ;;
     "qemu-6.1-numa: skip "*) results+=("qemu-6.1-numa:skip") ;;
