@@ -93,6 +93,7 @@ public:
 
     // handover.cpp: an upgrade's connection hand-over (docs/handover.md).
     void set_handover(bool on);
+    HandoverEnd end_handover();
     std::vector<DetachedConnection> take_detached(std::size_t max, std::chrono::milliseconds wait);
     std::error_code adopt(DetachedConnection&& conn);
     std::size_t open_connections() const;

@@ -25,6 +25,32 @@ void Engine::Impl::set_handover(bool on) {
     }
 }
 
+HandoverEnd Engine::Impl::end_handover() {
+    // Each shard stops detaching; but one that has detached all it had must not end
+    // yet (a stopping shard ends once it holds none): the connections still in the
+    // queue come back to the shards now, and each shard is held open until they are in.
+    // The adoptions are posted before the release, and a shard's mailbox runs in order.
+    for (const auto& shard : shards_) {
+        engine::Shard* s = shard.get();
+        (void)s->call([s] {
+            s->hold_open(true);
+            s->set_handover(false);
+        });
+    }
+    HandoverEnd end;
+    for (DetachedConnection& conn : detached_->take(SIZE_MAX, std::chrono::milliseconds{0})) {
+        if (adopt(std::move(conn)))
+            ++end.lost; // closed with `conn`
+        else
+            ++end.carried_on;
+    }
+    for (const auto& shard : shards_) {
+        engine::Shard* s = shard.get();
+        (void)s->call([s] { s->hold_open(false); });
+    }
+    return end;
+}
+
 std::vector<DetachedConnection> Engine::Impl::take_detached(std::size_t max,
                                                             std::chrono::milliseconds wait) {
     std::vector<DetachedConnection> out = detached_->take(max, wait);
@@ -74,8 +100,8 @@ std::error_code Engine::Impl::adopt(DetachedConnection&& conn) {
 void Engine::begin_handover() {
     impl_->set_handover(true);
 }
-void Engine::end_handover() {
-    impl_->set_handover(false);
+HandoverEnd Engine::end_handover() {
+    return impl_->end_handover();
 }
 std::vector<DetachedConnection> Engine::take_detached(std::size_t max,
                                                       std::chrono::milliseconds wait) {

@@ -109,9 +109,10 @@ void ConnectionSender::run() {
     // Ours again: the successor refused it or went away before it said it holds it.
     auto take_back = [&](DetachedConnection&& c) {
         ++kept;
-        if (engine_.adopt(std::move(c)))
+        if (const std::error_code error = engine_.adopt(std::move(c)))
             log_.warn("upgrade: a connection the successor did not take could not be "
-                      "served on; it is closed");
+                      "served on ({}); it is closed",
+                      error.message());
     };
     engine_.begin_handover();
     for (;;) {
@@ -147,10 +148,14 @@ void ConnectionSender::run() {
         if (gone)
             break;
     }
-    engine_.end_handover();
-    // Detached after the last batch was taken: the hand-over ended for them.
-    for (DetachedConnection& c : engine_.take_detached(SIZE_MAX, 0ms))
-        take_back(std::move(c));
+    // Detached after the last batch was taken: the engine carries them on as the
+    // hand-over ends.
+    const HandoverEnd ended = engine_.end_handover();
+    kept += ended.carried_on;
+    if (ended.lost > 0)
+        log_.warn("upgrade: {} connection(s) detached for the successor could not be served "
+                  "on; they are closed",
+                  ended.lost);
     if (!gone) {
         try {
             send_message(conversation_.get(), fmt::format("end {}", moved));

@@ -318,7 +318,7 @@ void Shard::begin_stop() {
 
 void Shard::finish_when_idle() {
     if (!stopping_ || final_cancels_sent_ || connections_->active() > 0 ||
-        connections_->handing_over())
+        connections_->handing_over() || held_open_)
         return;
     // Every connection is gone: withdraw the wake-up poll and any drain deadline, and
     // the loop ends once their completions are in.

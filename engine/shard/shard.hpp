@@ -109,6 +109,9 @@ public:
     // While it is on, a stopping shard does not end (a detached connection the
     // successor refuses comes back).
     void set_handover(bool on);
+    // On the shard's thread only: while held, a stopping shard with no connection left
+    // does not end either (Engine::end_handover brings detached ones back to it).
+    void hold_open(bool hold) { held_open_ = hold; }
 
     // Thread-safe: runs `task` on the shard's thread between two batches of completions
     // and returns once it has run; false, without running it, once the shard has ended.
@@ -284,6 +287,7 @@ private:
     bool stopping_ = false;
     bool drain_timer_armed_ = false;
     bool final_cancels_sent_ = false;
+    bool held_open_ = false; // hold_open()
     // Written by request_stop() on any thread before it writes the eventfd.
     std::atomic<int64_t> drain_ms_{0};
     std::atomic<bool> stop_requested_{false};

@@ -214,13 +214,15 @@ public:
     // flight but its reads), counted as closed_handed_over; take_detached() gives up to
     // `max` of them, waiting up to `wait` for the first. The caller owns what it takes:
     // pass the fds to the new engine (SCM_RIGHTS), and give back any it refused with
-    // adopt(). end_handover() stops detaching (the successor went away); a stopping
-    // engine does not stop while a hand-over is on (wait() waits for end_handover(); the
-    // destructor ends it itself). Connections still connecting or
+    // adopt(). end_handover() stops detaching (the successor went away, or took them all)
+    // and carries on here every connection detached but not taken, before a stopping
+    // shard may end for want of connections; a stopping engine does not stop while a
+    // hand-over is on (wait() waits for end_handover(); the destructor ends it itself,
+    // closing what was detached and not taken). Connections still connecting or
     // inspecting are detached once they forward; one that never goes quiet stays (the
     // drain timeout ends it). open_connections(): how many the shards hold now.
     void begin_handover();
-    void end_handover();
+    HandoverEnd end_handover();
     std::vector<DetachedConnection> take_detached(std::size_t max, std::chrono::milliseconds wait);
     std::size_t open_connections() const;
     // The new engine's half: carries a detached connection on, in the shard of the CPU

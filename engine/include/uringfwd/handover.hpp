@@ -8,6 +8,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -57,6 +58,12 @@ private:
     void close_fds();
     int client_ = -1;
     int upstream_ = -1;
+};
+
+// What Engine::end_handover() did with the connections detached and not taken yet.
+struct HandoverEnd {
+    std::size_t carried_on = 0; // by this engine, to their end
+    std::size_t lost = 0;       // could not be (their route is gone): closed
 };
 
 } // namespace uringfwd
