@@ -227,6 +227,14 @@ public:
     // Closes a slot of the file table (IORING_OP_CLOSE with a file index, 5.15).
     void close_direct(unsigned slot, uint64_t user_data);
 
+    // Puts the files of the plain fds fds[0..count) into free slots the kernel picks
+    // (IORING_OP_FILES_UPDATE with IORING_FILE_INDEX_ALLOC, 5.19: io_uring/rsrc.c
+    // io_files_update_with_index_alloc, run inline). The result is how many it put,
+    // in order, or the error that stopped the first (-ENFILE: no slot free); it writes
+    // each one's slot over its fd in `fds`, which must live until the completion. The
+    // plain fds stay open: the slots hold the files too, and the caller closes them.
+    void move_into_slots(int* fds, unsigned count, uint64_t user_data);
+
     // Cancels the operation tagged target.
     void cancel(uint64_t target, uint64_t user_data);
 

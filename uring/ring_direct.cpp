@@ -98,6 +98,13 @@ void Ring::install_fd(unsigned slot, uint64_t user_data) {
     io_uring_sqe_set_data64(sqe, user_data);
 }
 
+void Ring::move_into_slots(int* fds, unsigned count, uint64_t user_data) {
+    io_uring_sqe* sqe = next_sqe();
+    // liburing's offset is an int; the kernel reads it as the u32 IORING_FILE_INDEX_ALLOC.
+    io_uring_prep_files_update(sqe, fds, count, static_cast<int>(IORING_FILE_INDEX_ALLOC));
+    io_uring_sqe_set_data64(sqe, user_data);
+}
+
 void Ring::close_direct(unsigned slot, uint64_t user_data) {
     io_uring_sqe* sqe = next_sqe();
     io_uring_prep_close_direct(sqe, slot);

@@ -180,6 +180,7 @@ void Shard::on_shard_op(const OpTag& t, const uring::Completion& c) {
     case Op::InstallFd:
     case Op::MemberWait:
     case Op::SocketControl:
+    case Op::MoveIntoSlots:
     case Op::Count:
         break;
     }
@@ -244,6 +245,7 @@ void Shard::on_listener_op(const OpTag& t, const uring::Completion& c) {
     case Op::InstallFd:
     case Op::MemberWait:
     case Op::SocketControl:
+    case Op::MoveIntoSlots:
     case Op::Count:
         break;
     }

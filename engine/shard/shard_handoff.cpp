@@ -73,8 +73,12 @@ void Shard::take_handoff(Handoff& handoff) {
     if (handoff.upstream.valid() && !handoff.resumed)
         read_what_waits(handoff);
     // Plain fds (the caller's): a unit of the fd limit's connections; an upstream the
-    // engine opens goes into a slot with direct descriptors.
-    SocketUnits units = take_units(/*plain_fd=*/true, /*slot=*/!handoff.upstream.valid());
+    // engine opens goes into a slot with direct descriptors. An adopted pair goes into
+    // slots with direct descriptors (Connections::move_into_slots): a slot's unit then,
+    // and none of the fd limit's, which bounds the ones on their way in only.
+    const bool into_slots = handoff.resumed && direct_;
+    SocketUnits units = take_units(/*plain_fd=*/!into_slots,
+                                   /*slot=*/into_slots || !handoff.upstream.valid());
     // No TCP_NODELAY to set: the caller's thread has set it already
     // (api/handoff.cpp prepare_socket).
     admit(*route, {.client = std::move(handoff.client),

@@ -7,6 +7,7 @@
 #include "tests/support/data_path_under_test.hpp"
 #include "tests/support/echo_server.hpp"
 #include "tests/support/eventually.hpp"
+#include "tests/support/proc_stats.hpp"
 #include "tests/support/exchange.hpp"
 #include "tests/support/payload.hpp"
 #include "tests/support/sha256.hpp"
@@ -144,6 +145,11 @@ TEST(ConnectionHandover, LiveAndIdleConnectionsSurviveThreeUpgrades) {
         ASSERT_TRUE(idle.back()->round()) << idle.back()->failure;
     }
 
+    // What the first process holds the 80 connections with: slots of its rings' file
+    // tables with direct descriptors, plain fds without. A successor adopts them into
+    // the same (Connections::move_into_slots), not into two plain fds each.
+    const int first_fds = count_open_fds(current->pid());
+
     std::atomic<bool> stop{false};
     std::atomic<int> failed{0};
     std::vector<std::thread> threads;
@@ -180,6 +186,11 @@ TEST(ConnectionHandover, LiveAndIdleConnectionsSurviveThreeUpgrades) {
                     upgrade,
                     static_cast<long long>(
                         std::chrono::duration_cast<std::chrono::milliseconds>(exited_in).count()));
+        // Pipes come and go with the live ones' traffic: 2 fds each, a few either way.
+        const int successor_fds = count_open_fds(successor->pid());
+        EXPECT_LE(successor_fds, first_fds + 40)
+            << "upgrade " << upgrade << ": the successor has " << successor_fds
+            << " fds open, the first process " << first_fds << " for the same connections";
         current = std::move(successor);
     }
     std::this_thread::sleep_for(300ms); // traffic after the last upgrade

@@ -131,6 +131,10 @@ struct Connection {
     // it was, and the direction waits to be detached or to read again.
     bool cancelling[2] = {false, false};
     bool paused[2] = {false, false};
+    // Adopted (Engine::adopt) with direct descriptors: the client's and the upstream's
+    // plain fds being put into slots, which the kernel writes over them
+    // (connection_handover.cpp move_into_slots).
+    int moving_into_slots[2] = {-1, -1};
 
     // The inspect phase's state (inspect.hpp), for connections that go through it
     // only, from open() to the end of the phase: none for routes without inspectors.

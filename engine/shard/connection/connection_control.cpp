@@ -65,13 +65,7 @@ void Connections::snapshot(std::vector<OpenConnection>& out, const ConnectionFil
 }
 
 std::string Connections::upstream_text(const Connection& conn) const {
-    if (conn.attempt.member >= 0)
-        return to_endpoint(
-                   conn.route->route.members[static_cast<std::size_t>(conn.attempt.member)].address)
-            .to_string();
-    if (conn.attempt.has_chosen)
-        return to_endpoint(conn.attempt.chosen).to_string();
-    return peer_endpoint(conn.upstream.fd()).to_string();
+    return upstream_endpoint(conn).to_string();
 }
 
 bool Connections::close_by_id(uint64_t id, CloseReason reason) {

@@ -10,8 +10,11 @@
 // (its poll fired, its receive got bytes) calls the pause off, and the data path takes
 // that completion as usual; the connection is tried again once it is quiet again.
 #include "shard/connection/connections.hpp"
+#include "shard/inspect/client_addresses.hpp"
 
 #include <cerrno>
+#include <cstring>
+#include <optional>
 
 namespace uringfwd::engine {
 
@@ -177,6 +180,8 @@ void Connections::resume(Connection& conn, const Resumed& from) {
     if (detached_ != nullptr)
         conn.handover = HandoverStep::Unmovable;
     conn.record.opened_at = from.opened_at;
+    // start_forwarding() sets it anew: its callers put this one back.
+    conn.record.connected_at = from.connected_at;
     conn.bytes[static_cast<int>(Side::ToUpstream)] = from.bytes[static_cast<int>(Side::ToUpstream)];
     conn.bytes[static_cast<int>(Side::ToClient)] = from.bytes[static_cast<int>(Side::ToClient)];
     ShardRoute& r = *conn.route;
@@ -189,6 +194,41 @@ void Connections::resume(Connection& conn, const Resumed& from) {
         conn.attempt.member_taken = r.pool.opened(m);
         return;
     }
+}
+
+void Connections::move_into_slots(Connection& conn) {
+    // What a slot has no fd to ask for (getpeername(2), getsockname(2)), asked while
+    // there is one: the client's addresses (control socket, logs), the upstream's.
+    if (std::optional<SocketAddress> peer = socket_peer_of(conn)) {
+        conn.socket_addresses_known = true;
+        conn.socket_peer = *peer;
+        conn.socket_local = socket_local_of(conn);
+    }
+    conn.record.upstream_address = upstream_endpoint(conn);
+    conn.moving_into_slots[0] = conn.client.fd();
+    conn.moving_into_slots[1] = conn.upstream.fd();
+    ++conn.socket_ops; // runs inline and always completes: nothing to cancel
+    shard_.io.move_into_slots(conn.in_flight, conn.tag(Op::MoveIntoSlots), conn.moving_into_slots,
+                              2);
+}
+
+void Connections::on_moved_into_slots(Connection& conn, int result) {
+    // The first `result` fds are in slots now (their number written over them): each
+    // socket takes its slot and closes its plain fd. A closing connection does too, so
+    // that finalize() closes the slots.
+    ConnSocket* sockets[2] = {&conn.client, &conn.upstream};
+    const int moved = result > 0 ? result : 0;
+    for (int i = 0; i < moved && i < 2; ++i)
+        sockets[i]->set_slot(conn.moving_into_slots[i]);
+    if (moved < 2 && conn.phase != Phase::Closing)
+        shard_.log.warn("an adopted connection stays on {} plain fd(s): no slot for it in the "
+                        "file table ({})",
+                        2 - moved, result < 0 ? std::strerror(-result) : "table full");
+    if (conn.phase == Phase::Closing)
+        return; // closed while it moved (the engine stops): settle() finishes it
+    const auto connected_at = conn.record.connected_at;
+    start_forwarding(conn);
+    conn.record.connected_at = connected_at; // from the engine it came from
 }
 
 void Connections::detach(Connection& conn) {

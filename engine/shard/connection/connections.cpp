@@ -14,20 +14,18 @@
 
 namespace uringfwd::engine {
 
-namespace {
-
-// The address the connection was forwarded to. A member's or the selector's address is
-// the one connected to, known already: no getpeername(2) per connection for observers.
-Endpoint upstream_endpoint(const Connection& conn) {
+Endpoint Connections::upstream_endpoint(const Connection& conn) {
     if (conn.attempt.member >= 0)
         return to_endpoint(
             conn.route->route.members[static_cast<std::size_t>(conn.attempt.member)].address);
     if (conn.attempt.has_chosen)
         return to_endpoint(conn.attempt.chosen);
-    return peer_endpoint(conn.upstream.fd()); // a pair handed over connected (forward_pair)
+    // A pair handed over connected (forward_pair, adopt): its peer. One moved into
+    // slots had it asked while it had an fd (move_into_slots).
+    if (conn.upstream.fixed())
+        return conn.record.upstream_address;
+    return peer_endpoint(conn.upstream.fd());
 }
-
-} // namespace
 
 int Connections::open(ShardRoute& r, WaitingClient&& client) {
     Connection& conn = table_.allocate();
@@ -56,11 +54,17 @@ int Connections::open(ShardRoute& r, WaitingClient&& client) {
         notify_open(conn);
         client.upstream.serve_into(conn.upstream);
         conn.caller_upstream = true;
-        if (client.resumed)
+        if (client.resumed) {
             resume(conn, *client.resumed);
+            if (shard_.direct && !conn.client.fixed() && !conn.upstream.fixed()) {
+                move_into_slots(conn); // forwards once they are in
+                return 0;
+            }
+        }
+        const auto resumed_connected_at = conn.record.connected_at; // resume()'s
         start_forwarding(conn);
         if (client.resumed)
-            conn.record.connected_at = client.resumed->connected_at;
+            conn.record.connected_at = resumed_connected_at;
         return 0;
     }
     if (client.inspect && (!r.inspectors.empty() || client.listener_inspector)) {
@@ -120,6 +124,10 @@ void Connections::on_completion(const OpTag& t, const uring::Completion& c) {
         break;
     case Op::SocketOpt:
         --conn.socket_ops;
+        break;
+    case Op::MoveIntoSlots:
+        --conn.socket_ops;
+        on_moved_into_slots(conn, c.result);
         break;
     case Op::SocketControl:
         --conn.socket_ops;

@@ -142,8 +142,17 @@ private:
     // Calls the pause off: its directions read again.
     void resume_paused(Connection& conn);
     void detach(Connection& conn);
+    // The address the connection was forwarded to. A member's or the selector's address
+    // is the one connected to, known already: no getpeername(2) per connection for
+    // observers or the control socket.
+    static Endpoint upstream_endpoint(const Connection& conn);
     // An adopted connection takes on what it had done in the engine it came from.
     void resume(Connection& conn, const Resumed& from);
+    // With direct descriptors, an adopted pair's plain fds go into slots before it
+    // forwards, as an accepted one's sockets are: the fd limit then bounds only the
+    // ones on their way in, not every connection adopted.
+    void move_into_slots(Connection& conn);
+    void on_moved_into_slots(Connection& conn, int result);
     // connection_control.cpp
     static bool matches(const Connection& conn, std::string_view route, std::string_view member);
     std::string upstream_text(const Connection& conn) const;

@@ -74,6 +74,7 @@ Outcome Directions::on_completion(Connection& conn, Side side, Op op, const urin
     case Op::InstallFd:
     case Op::MemberWait:
     case Op::SocketControl:
+    case Op::MoveIntoSlots:
     case Op::Count:
         break;
     }

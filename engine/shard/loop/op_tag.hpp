@@ -72,6 +72,9 @@ enum class Op : uint8_t {
     // ring on a slot; side: whose socket (ToUpstream: the client's, as for InstallFd).
     // Its own op, not SocketOpt, so that a failure is told apart from a shutdown's.
     SocketControl,
+    // Engine::adopt with direct descriptors: the pair's plain fds put into slots of the
+    // file table (connection_handover.cpp), before it forwards.
+    MoveIntoSlots,
     // Not an operation (keep it last): one past the largest, for the static_assert
     // below. The dispatch switches list it with the operations that are not theirs.
     Count,

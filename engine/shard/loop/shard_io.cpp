@@ -127,6 +127,11 @@ void ShardIo::install_fd(InFlight& owner, OpTag tag, uring::FileRef fd) {
     ++owner.ops;
 }
 
+void ShardIo::move_into_slots(InFlight& owner, OpTag tag, int* fds, unsigned count) {
+    ring_.move_into_slots(fds, count, tag.encode());
+    ++owner.ops;
+}
+
 void ShardIo::close_direct(InFlight& owner, OpTag tag, uring::FileRef fd, bool reset) {
     static const linger kResetLinger{1, 0};
     if (reset) {

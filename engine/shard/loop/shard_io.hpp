@@ -76,6 +76,8 @@ public:
     // set_reset_on_close() does for a plain fd), hard-linked to the close so the slot
     // is freed whatever the setsockopt answered.
     void close_direct(InFlight& owner, OpTag tag, uring::FileRef fd, bool reset);
+    // Ring::move_into_slots: `fds` must live until the completion.
+    void move_into_slots(InFlight& owner, OpTag tag, int* fds, unsigned count);
 
     // Submits what is prepared and returns the completions that are ready after
     // waiting for at least one. With `busy_poll`, polls that long before sleeping,
