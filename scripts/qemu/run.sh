@@ -76,7 +76,7 @@ echo "qemu: $package, initramfs $(du -h "$work/initramfs.gz" | cut -f1), ready i
 # (panic=-1) into an exit.
 console=$work/console.log
 boot_started=$SECONDS
-timeout "$guest_timeout" nice -n 19 qemu-system-x86_64 -accel "$accel" -cpu max -smp 2 -m 2G \
+timeout "$guest_timeout" qemu-system-x86_64 -accel "$accel" -cpu max -smp 2 -m 2G \
   -object memory-backend-ram,id=m0,size=1G -numa node,nodeid=0,cpus=0,memdev=m0 \
   -object memory-backend-ram,id=m1,size=1G -numa node,nodeid=1,cpus=1,memdev=m1 \
   -kernel "$vmlinuz" -initrd "$work/initramfs.gz" \
