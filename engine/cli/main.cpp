@@ -2,6 +2,7 @@
 // API, so an embedding application can do everything this file (and cli/flags/) does.
 #include "uringfwd/engine.hpp"
 
+#include "cli/config_loading.hpp"
 #include "cli/connection_handover.hpp"
 #include "cli/control/commands.hpp"
 #include "cli/control/control_at_start.hpp"
@@ -81,92 +82,6 @@ std::string metrics_address(uringfwd::Endpoint address, uint16_t port) {
     return address.to_string();
 }
 
-// --config FILE: the file's configuration with the engine flags given over it, its names
-// (hosts, users, groups) looked up as the engine's start will. A file with errors prints
-// each as "FILE:LINE: message" (what editors jump to) and exits 1; --check stops after
-// the file, printing "FILE: ok" and its routes.
-uringfwd::EngineConfig config_from_file(const CLI::App& app, const uringfwd::cli::Flags& flags,
-                                        uringfwd::OperationsConfig& operations) {
-    uringfwd::ConfigFileResult loaded =
-        uringfwd::load_config_file(flags.config_path, {}, uringfwd::NameLookup::Resolve);
-    if (!loaded.config) {
-        for (const std::string& error : loaded.errors)
-            std::fprintf(stderr, "%s\n", error.c_str());
-        std::exit(1);
-    }
-    uringfwd::cli::apply_flags_over_file(app, flags, *loaded.config);
-    operations = loaded.operations;
-    // What only the whole configuration shows (settings that contradict each other, a
-    // flag given over the file) has no line of its own: Engine::start() would refuse
-    // it, so --check and the start say so here, naming the file.
-    if (const std::vector<std::string> problems = uringfwd::validate(*loaded.config);
-        !problems.empty()) {
-        for (const std::string& problem : problems)
-            std::fprintf(stderr, "%s: %s\n", flags.config_path.c_str(), problem.c_str());
-        std::exit(1);
-    }
-    if (flags.check) {
-        std::printf("%s: ok\n%s\n", flags.config_path.c_str(),
-                    uringfwd::cli::summarize_routes(*loaded.config).c_str());
-        // As a compiler warns: the file is good, and this is worth knowing.
-        const std::string warning = uringfwd::cli::idle_timeout_warning(*loaded.config, true);
-        if (!warning.empty())
-            std::fprintf(stderr, "%s: warning: %s\n", flags.config_path.c_str(), warning.c_str());
-        std::exit(0);
-    }
-    return std::move(*loaded.config);
-}
-
-// SIGHUP: read the file again and serve its routes. A file with errors (each printed
-// as FILE:LINE: message) changes nothing; engine-wide settings wait for a restart.
-// A running process's log, not a terminal: each FILE:LINE error is a line of it.
-void reload_file(uringfwd::Engine& engine, const CLI::App& app, const uringfwd::cli::Flags& flags,
-                 uringfwd::EngineConfig& running, const uringfwd::OperationsConfig& operations,
-                 uringfwd::cli::control::ProcessFacts& facts, const Logger& log) {
-    if (flags.config_path.empty()) {
-        log.warn("SIGHUP: no --config file to read again; ignored");
-        return;
-    }
-    uringfwd::ConfigFileResult loaded =
-        uringfwd::load_config_file(flags.config_path, {}, uringfwd::NameLookup::Resolve);
-    if (!loaded.config) {
-        for (const std::string& error : loaded.errors)
-            log.error("SIGHUP: {}", error);
-        log.error("SIGHUP: {} has {}; still serving the configuration loaded before",
-                  flags.config_path, count_of(loaded.errors.size(), "error"));
-        return;
-    }
-    uringfwd::cli::apply_flags_over_file(app, flags, *loaded.config);
-    uringfwd::ReloadResult result = engine.reconfigure(*loaded.config);
-    if (!result.applied) {
-        for (const std::string& error : result.errors)
-            log.error("SIGHUP: {}", error);
-        log.error("SIGHUP: not applied; still serving the configuration loaded before");
-        return;
-    }
-    // The engine has logged the new routes and what needs a restart.
-    running.routes = loaded.config->routes;
-    uringfwd::cli::apply_operation_flags(app, flags, loaded.operations);
-    // The upgrade control socket is set at start only; a file that names another one is
-    // not warned about (it never was).
-    loaded.operations.upgrade_socket = operations.upgrade_socket;
-    if (!(loaded.operations == operations))
-        log.warn("SIGHUP: metrics, access_log and control keep their settings until a restart");
-    facts.loaded_now();
-    log.info("SIGHUP: reloaded {}", flags.config_path);
-}
-
-// SIGHUP under systemd: RELOADING=1 before, READY=1 after, whatever the outcome (the
-// old configuration still serves when the new one is refused).
-void reload(uringfwd::Engine& engine, const CLI::App& app, const uringfwd::cli::Flags& flags,
-            uringfwd::EngineConfig& running, const uringfwd::OperationsConfig& operations,
-            uringfwd::cli::control::ProcessFacts& facts,
-            const uringfwd::cli::ServiceNotifier& notify, const Logger& log) {
-    notify.reloading();
-    reload_file(engine, app, flags, running, operations, facts, log);
-    notify.ready("serving; reloaded on SIGHUP (see the log for the outcome)");
-}
-
 // A successor started on the upgrade signal that ended (it failed to start: it logged why).
 void reap_successor(pid_t& successor, const Logger& log) {
     int status = 0;
@@ -211,7 +126,7 @@ int main(int argc, char** argv) {
     uringfwd::OperationsConfig operations;
     uringfwd::EngineConfig config = flags.config_path.empty()
                                         ? uringfwd::cli::config_from_flags(app, flags)
-                                        : config_from_file(app, flags, operations);
+                                        : uringfwd::cli::config_from_file(app, flags, operations);
     uringfwd::cli::apply_operation_flags(app, flags, operations);
     const Logger log = uringfwd::cli::process_log();
     uringfwd::cli::control::ProcessFacts facts;
@@ -405,7 +320,7 @@ int main(int argc, char** argv) {
             if (access_log)
                 access_log->reopen();
         } else if (sig == SIGHUP && !stopping) {
-            reload(*engine, app, flags, config, operations, facts, notify, log);
+            uringfwd::cli::reload(*engine, app, flags, config, operations, facts, notify, log);
         } else if (sig == upgrade_signal() && !stopping) {
             if (!upgrade)
                 log.warn("SIGRTMIN+1: no --upgrade-socket; ignored");
