@@ -327,6 +327,8 @@ Outcome Directions::on_error_watch(Connection& conn, Side side, int result, bool
 }
 
 bool Directions::leaves_bytes_behind(const Connection& conn) {
+    if (conn.preamble_sent < conn.preamble.size())
+        return true; // bytes read before it forwarded, or a PROXY header, not all sent
     for (const Direction& dir : conn.dirs)
         if (dir.discarded || dir.chunk_count != 0 || (dir.pipe && !dir.pipe->empty()))
             return true;

@@ -64,8 +64,8 @@ public:
     void watch_source(Connection& conn, Side side);
     void unwatch_source(Connection& conn, Side side);
 
-    // Whether a closing connection leaves bytes undelivered: a pipe or copy chunk not
-    // yet sent, or input that came in while it closed. A close that would otherwise
+    // Whether a closing connection leaves bytes undelivered: a preamble, pipe or copy
+    // chunk not yet sent, or input that came in while it closed. A close that would otherwise
     // send FIN resets both sides then, so no peer takes a cut stream for a whole one.
     static bool leaves_bytes_behind(const Connection& conn);
 
@@ -145,6 +145,8 @@ private:
     static unsigned small_chunks(const Direction& dir);
     std::byte* chunk_data(const CopyChunk& chunk) const;
     void give_back_chunk(const CopyChunk& chunk);
+    // A send of `sent` bytes completed: the chunks it emptied go back, in order.
+    void retire_sent(Direction& dir, uint32_t sent);
     void give_back_chunks(Direction& dir);
     void resume_buffer_waiters(ConnectionTable& table, const OutcomeHandler& handle);
 

@@ -238,8 +238,15 @@ Outcome Directions::on_bulk_received(Connection& conn, Side side, const uring::C
 Outcome Directions::on_sent(Connection& conn, Side side, int result) {
     Direction& dir = conn.dir(side);
     dir.sending = false;
-    if (conn.phase == Phase::Closing)
-        return Outcome::running(); // the chunks go back in release()
+    if (conn.phase == Phase::Closing) {
+        // What it sent is delivered, and no chunk it emptied counts as left behind
+        // (leaves_bytes_behind); the others go back in release().
+        if (result > 0) {
+            count_bytes(conn, side, result);
+            retire_sent(dir, static_cast<uint32_t>(result));
+        }
+        return Outcome::running();
+    }
     if (result == -EAGAIN && dir.sending_vector) {
         // Unlike a send, a sendmsg heeds the socket's O_NONBLOCK (net/socket.c
         // ____sys_sendmsg sets MSG_DONTWAIT from it), so on a full socket it can end
@@ -255,9 +262,14 @@ Outcome Directions::on_sent(Connection& conn, Side side, int result) {
         return destination_failed(side, result == 0 ? "nothing was sent to" : "writing", result);
     bump(shard_.io.counters().copy_sends);
     count_bytes(conn, side, result);
+    retire_sent(dir, static_cast<uint32_t>(result));
+    return pump_copy(conn, side);
+}
+
+void Directions::retire_sent(Direction& dir, uint32_t sent) {
     // The send covered the first chunks in order, from first_sent on: whatever it
     // took of them is done, and the buffers it emptied go back.
-    uint32_t left = static_cast<uint32_t>(result);
+    uint32_t left = sent;
     uint8_t done = 0;
     while (left > 0 && done < dir.chunk_count) {
         const CopyChunk& chunk = dir.chunks()[done];
@@ -274,7 +286,6 @@ Outcome Directions::on_sent(Connection& conn, Side side, int result) {
     for (uint8_t i = done; i < dir.chunk_count; ++i)
         dir.chunks()[i - done] = dir.chunks()[i];
     dir.chunk_count = static_cast<uint8_t>(dir.chunk_count - done);
-    return pump_copy(conn, side);
 }
 
 void Directions::give_back_chunk(const CopyChunk& chunk) {

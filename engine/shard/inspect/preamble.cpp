@@ -48,6 +48,18 @@ void Connections::send_preamble(Connection& conn) {
 }
 
 void Connections::on_preamble_sent(Connection& conn, int result) {
+    if (result > 0) {
+        // Counted even when closing: what was sent is delivered, and what was not makes
+        // the close a reset (Directions::leaves_bytes_behind). Only the client's bytes
+        // count as forwarded, not a PROXY header of the engine's.
+        std::size_t own_left =
+            conn.preamble_own > conn.preamble_sent ? conn.preamble_own - conn.preamble_sent : 0;
+        auto clients = static_cast<uint64_t>(static_cast<std::size_t>(result) -
+                                             std::min(own_left, static_cast<std::size_t>(result)));
+        conn.preamble_sent += static_cast<std::size_t>(result);
+        conn.bytes[static_cast<int>(Side::ToUpstream)] += clients;
+        bump(shard_.io.counters().bytes_to_upstream, clients);
+    }
     if (conn.phase == Phase::Closing)
         return;
     if (result <= 0) {
@@ -56,14 +68,6 @@ void Connections::on_preamble_sent(Connection& conn, int result) {
                                result == 0 ? -EPIPE : result));
         return;
     }
-    // Only the client's bytes count as forwarded, not a PROXY header of the engine's.
-    std::size_t own_left =
-        conn.preamble_own > conn.preamble_sent ? conn.preamble_own - conn.preamble_sent : 0;
-    auto clients = static_cast<uint64_t>(static_cast<std::size_t>(result) -
-                                         std::min(own_left, static_cast<std::size_t>(result)));
-    conn.preamble_sent += static_cast<std::size_t>(result);
-    conn.bytes[static_cast<int>(Side::ToUpstream)] += clients;
-    bump(shard_.io.counters().bytes_to_upstream, clients);
     if (conn.preamble_sent < conn.preamble.size()) {
         send_preamble(conn);
         return;
