@@ -52,8 +52,9 @@ void Connections::snapshot(std::vector<OpenConnection>& out, const ConnectionFil
         if (conn.client_sa.length > 0)
             c.client = conn.record.client_address.to_string();
         c.member = member_of(conn);
-        if (conn.attempt.member >= 0 || conn.attempt.has_chosen ||
-            (conn.caller_upstream && !conn.upstream.fixed()))
+        // A pair handed over connected: its fd's peer, or (moved into slots) the one
+        // read before the move.
+        if (conn.attempt.member >= 0 || conn.attempt.has_chosen || conn.caller_upstream)
             c.upstream = upstream_text(conn);
         c.shard = static_cast<unsigned>(shard_.shard_index);
         c.age = std::chrono::duration_cast<std::chrono::milliseconds>(now - conn.record.opened_at);

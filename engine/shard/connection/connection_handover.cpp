@@ -218,8 +218,10 @@ void Connections::on_moved_into_slots(Connection& conn, int result) {
     // that finalize() closes the slots.
     ConnSocket* sockets[2] = {&conn.client, &conn.upstream};
     const int moved = result > 0 ? result : 0;
-    for (int i = 0; i < moved && i < 2; ++i)
+    for (int i = 0; i < moved && i < 2; ++i) {
         sockets[i]->set_slot(conn.moving_into_slots[i]);
+        bump(shard_.io.counters().direct_slots); // dropped as the slot closes
+    }
     if (moved < 2 && conn.phase != Phase::Closing)
         shard_.log.warn("an adopted connection stays on {} plain fd(s): no slot for it in the "
                         "file table ({})",
