@@ -235,6 +235,10 @@ private:
                          std::set<uint64_t>& queues_counted) const;
     void plan_idle_sweep();
     void stop_now();
+    // A connection carried on while the shard drains (one a successor refused or never
+    // took) ends at the drain's deadline, as the others do: its timer is armed again
+    // for what is left of it, or, past it, the connection closes as DrainTimeout.
+    void keep_drain_deadline();
     void begin_stop();
     void finish_when_idle();
     void log_pool_notices();
@@ -286,6 +290,8 @@ private:
 
     bool stopping_ = false;
     bool drain_timer_armed_ = false;
+    // When the drain that began with the stop ends (epoch until then, or without one).
+    std::chrono::steady_clock::time_point drain_deadline_{};
     bool final_cancels_sent_ = false;
     bool held_open_ = false; // hold_open()
     // Written by request_stop() on any thread before it writes the eventfd.

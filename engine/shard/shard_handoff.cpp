@@ -81,11 +81,14 @@ void Shard::take_handoff(Handoff& handoff) {
                                    /*slot=*/into_slots || !handoff.upstream.valid());
     // No TCP_NODELAY to set: the caller's thread has set it already
     // (api/handoff.cpp prepare_socket).
+    const bool carried_on_while_stopping = stopping_ && handoff.resumed;
     admit(*route, {.client = std::move(handoff.client),
                    .preamble = std::move(handoff.preamble),
                    .upstream = std::move(handoff.upstream),
                    .units = units,
                    .resumed = std::move(handoff.resumed)});
+    if (carried_on_while_stopping)
+        keep_drain_deadline();
 }
 
 void Shard::set_handover(bool on) {

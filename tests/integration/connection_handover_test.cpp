@@ -7,9 +7,9 @@
 #include "tests/support/data_path_under_test.hpp"
 #include "tests/support/echo_server.hpp"
 #include "tests/support/eventually.hpp"
-#include "tests/support/proc_stats.hpp"
 #include "tests/support/exchange.hpp"
 #include "tests/support/payload.hpp"
+#include "tests/support/proc_stats.hpp"
 #include "tests/support/sha256.hpp"
 #include "tests/support/socket_io.hpp"
 #include "tests/support/sockets.hpp"
@@ -337,6 +337,38 @@ std::string receive_message(int fd, std::vector<UniqueFd>& fds) {
     return buffer;
 }
 
+// Plays a successor over the upgrade socket's protocol (engine/cli/upgrade.hpp,
+// connection_handover.hpp) up to the first batch of connections, which it takes and
+// does not answer: the conversation, for the caller to close (the successor dying).
+UniqueFd take_first_batch_unanswered(const std::string& upgrade_socket) {
+    UniqueFd conversation(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::memcpy(address.sun_path, upgrade_socket.data(), upgrade_socket.size());
+    EXPECT_EQ(
+        ::connect(conversation.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)),
+        0)
+        << std::strerror(errno);
+    auto say = [&](std::string_view text) {
+        EXPECT_EQ(::send(conversation.get(), text.data(), text.size(), MSG_NOSIGNAL),
+                  static_cast<ssize_t>(text.size()));
+    };
+    say("take-over");
+    std::vector<UniqueFd> fds;
+    std::string message;
+    do {
+        message = receive_message(conversation.get(), fds);
+    } while (!message.empty() && !message.starts_with("end "));
+    EXPECT_TRUE(message.ends_with(" connections")) << "the offer: '" << message << "'";
+    say("accepting connections");
+    EXPECT_EQ(receive_message(conversation.get(), fds), "released");
+    fds.clear();
+    const std::string batch = receive_message(conversation.get(), fds);
+    EXPECT_TRUE(batch.starts_with(std::string("conns\0", 6))) << batch.substr(0, 16);
+    EXPECT_GE(fds.size(), 2u);
+    return conversation; // our copies of the sockets close here, unanswered
+}
+
 // The successor dies in the middle of the hand-over, after the old process sent it a
 // batch and before it answered: here the test is that successor, speaking the upgrade
 // socket's protocol (engine/cli/upgrade.hpp, connection_handover.hpp) until the first
@@ -358,34 +390,8 @@ TEST(ConnectionHandover, ASuccessorThatDiesBeforeItAnswersLeavesEveryConnectionS
         ASSERT_TRUE(clients.back()->round()) << clients.back()->failure;
     }
 
-    UniqueFd conversation(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
-    sockaddr_un address{};
-    address.sun_family = AF_UNIX;
-    std::memcpy(address.sun_path, upgrade_socket.data(), upgrade_socket.size());
-    ASSERT_EQ(
-        ::connect(conversation.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)),
-        0)
-        << std::strerror(errno);
-    auto say = [&](std::string_view text) {
-        ASSERT_EQ(::send(conversation.get(), text.data(), text.size(), MSG_NOSIGNAL),
-                  static_cast<ssize_t>(text.size()));
-    };
-    say("take-over");
-    std::vector<UniqueFd> fds;
-    std::string message;
-    do {
-        message = receive_message(conversation.get(), fds);
-    } while (!message.empty() && !message.starts_with("end "));
-    ASSERT_TRUE(message.ends_with(" connections")) << "the offer: '" << message << "'";
-    say("accepting connections");
-    EXPECT_EQ(receive_message(conversation.get(), fds), "released");
-    fds.clear();
-    const std::string batch = receive_message(conversation.get(), fds);
-    EXPECT_TRUE(batch.starts_with(std::string("conns\0", 6))) << batch.substr(0, 16);
-    EXPECT_GE(fds.size(), 2u);
     // Dies: its copies of the sockets and its end of the conversation close, unanswered.
-    fds.clear();
-    conversation.reset();
+    take_first_batch_unanswered(upgrade_socket).reset();
 
     EXPECT_TRUE(old_process.logs(" kept here", Deadline{10s})) << old_process.stderr_text();
     for (auto& client : clients) {
@@ -400,6 +406,38 @@ TEST(ConnectionHandover, ASuccessorThatDiesBeforeItAnswersLeavesEveryConnectionS
         << old_process.stderr_text();
 }
 
+// The successor holds the first batch past the old process's drain_timeout and then
+// dies unanswered: the connections come back to shards whose drain has ended, and they
+// end at once, as the drain said (closed as drain_timeout), rather than after a drain
+// started anew (which the shard did before: the old process then exited a whole drain,
+// 2 s, after the successor died).
+TEST(ConnectionHandover, ConnectionsTakenBackAfterTheDrainEndedCloseAtOnce) {
+    EchoServer echo;
+    TempDir dir;
+    const std::string upgrade_socket = dir.path() + "/upgrade.sock";
+    const Endpoint at{Endpoint::Kind::Inet, "127.0.0.1", free_port()};
+    const ConfigFile file{upgrade_config(2, upgrade_socket, "db", at, echo.endpoint(),
+                                         "drain_timeout = \"2s\"\n")};
+    BinaryProcess old_process{
+        uring_fwd_binary(),
+        with_data_path_under_test(uring_fwd_binary(), {"--config", file.path()})};
+    ASSERT_TRUE(old_process.wait_listening(Deadline{10s})) << old_process.stderr_text();
+    std::vector<std::unique_ptr<RoundTripper>> clients;
+    for (int i = 0; i < 20; ++i) {
+        clients.push_back(std::make_unique<RoundTripper>(at, 300 + i, 1000));
+        ASSERT_TRUE(clients.back()->round()) << clients.back()->failure;
+    }
+    UniqueFd conversation = take_first_batch_unanswered(upgrade_socket);
+    std::this_thread::sleep_for(2500ms); // past the drain
+    EXPECT_FALSE(old_process.wait_exit(Deadline{0ms})) << "it waits for the successor";
+    conversation.reset(); // dies
+    // It exits in about 0.1 s here; a drain anew would take 2 s.
+    const std::optional<ExitStatus> status = old_process.wait_exit(Deadline{1200ms});
+    ASSERT_TRUE(status) << "the old process still runs:\n" << old_process.stderr_text();
+    EXPECT_EQ(status->code, 0);
+    for (auto& client : clients)
+        EXPECT_FALSE(client->round()) << "served on past the drain";
+}
 // A successor that has no route of a connection's name refuses it: the old process
 // takes it back and serves it to its end, and then exits.
 TEST(ConnectionHandover, AConnectionTheSuccessorRefusesStaysWithTheOldProcess) {
