@@ -95,12 +95,17 @@ std::error_code Engine::Impl::deliver(engine::Handoff& handoff, int cpu) {
             }
         }
     }
-    if (!target->hand_over(handoff)) { // refused: the caller keeps its fds
-        (void)handoff.client.release_fd();
-        (void)handoff.upstream.release_fd();
-        return std::make_error_code(std::errc::operation_canceled);
-    }
-    return {};
+    if (target->hand_over(handoff))
+        return {};
+    // That shard has ended (a stopping one ends once it holds no connection): any other
+    // still serving takes it.
+    for (const auto& shard : shards_)
+        if (shard.get() != target && shard->hand_over(handoff))
+            return {};
+    // Refused by all: the caller keeps its fds.
+    (void)handoff.client.release_fd();
+    (void)handoff.upstream.release_fd();
+    return std::make_error_code(std::errc::operation_canceled);
 }
 
 } // namespace uringfwd

@@ -93,6 +93,12 @@ ConnectionSender::ConnectionSender(ops::UniqueFd conversation, Engine& engine,
                                    const ProcessLog& log, pid_t successor)
     : conversation_(std::move(conversation)), engine_(engine), log_(log), successor_(successor) {
     wait_without_timeout(conversation_.get());
+    // Before the caller stops the engine, not on the thread: a shard that holds no
+    // connection when it stops ends at once unless a hand-over is on, and then a
+    // connection the successor refuses could not come back to it (deliver() would
+    // find it ended: ConnectionHandover.AConnectionTheSuccessorRefuses... reset its
+    // client about one run in sixty).
+    engine_.begin_handover();
     thread_ = std::thread([this] { run(); });
 }
 
@@ -114,7 +120,6 @@ void ConnectionSender::run() {
                       "served on ({}); it is closed",
                       error.message());
     };
-    engine_.begin_handover();
     for (;;) {
         // Asked before the queue: once the shards hold none, everything they detached
         // is in the queue already.

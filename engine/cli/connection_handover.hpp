@@ -29,8 +29,9 @@ namespace uringfwd::cli {
 // Two fds a connection, within one message's kFdsPerMessage.
 inline constexpr std::size_t kConnectionsPerBatch = 100;
 
-// The old process's side: a thread that runs the hand-over from begin_handover() to
-// the last connection (or the successor's end), then end_handover().
+// The old process's side: begin_handover() at construction (so before the caller
+// stops the engine), then a thread that runs the hand-over to the last connection (or
+// the successor's end), then end_handover().
 class ConnectionSender {
 public:
     ConnectionSender(ops::UniqueFd conversation, Engine& engine, const ProcessLog& log,

@@ -284,9 +284,19 @@ void Shard::on_wake(int result) {
 void Shard::stop_now() {
     begin_stop();
     auto drain = std::chrono::milliseconds(drain_ms_.load(std::memory_order_acquire));
-    if (drain.count() <= 0)
+    if (drain.count() <= 0) {
         connections_->close_all(CloseReason::Stopped);
-    else if (connections_->active() > 0)
+        return;
+    }
+    // The drain's one deadline runs from the stop, whether or not the shard holds a
+    // connection now (one may come back to it later, keep_drain_deadline()).
+    if (drain_deadline_ == std::chrono::steady_clock::time_point{}) {
+        drain_deadline_ = context_->now + drain;
+        if (connections_->active() > 0)
+            log_.info("stopping: waiting up to {} ms for {} to finish", drain.count(),
+                      count_of(connections_->active(), "connection"));
+    }
+    if (connections_->active() > 0)
         keep_drain_deadline();
 }
 
@@ -294,16 +304,13 @@ void Shard::keep_drain_deadline() {
     auto drain = std::chrono::milliseconds(drain_ms_.load(std::memory_order_acquire));
     if (drain_timer_armed_ || drain.count() <= 0)
         return; // its timer runs already, or there is no drain (stop_now closed all)
-    // One deadline for the whole stop: a later request with a drain (a second SIGTERM
-    // has none: stop_now resets everything), or a connection carried on after the
-    // timer fired (one a successor refused or never took), does not start another.
-    if (drain_deadline_ == std::chrono::steady_clock::time_point{}) {
-        drain_deadline_ = context_->now + drain;
-        log_.info("stopping: waiting up to {} ms for {} to finish", drain.count(),
-                  count_of(connections_->active(), "connection"));
-    }
-    const auto left =
-        std::chrono::ceil<std::chrono::milliseconds>(drain_deadline_ - context_->now);
+    // One deadline for the whole stop, set by stop_now(): a later request with a drain
+    // (a second SIGTERM has none: stop_now resets everything), or a connection carried
+    // on after the timer fired (one a successor refused or never took), does not start
+    // another.
+    if (drain_deadline_ == std::chrono::steady_clock::time_point{})
+        drain_deadline_ = context_->now + drain; // stop_now() sets it first; in case not
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(drain_deadline_ - context_->now);
     if (left.count() <= 0) {
         connections_->close_all(CloseReason::DrainTimeout);
         return;
