@@ -460,7 +460,7 @@ TEST(ConnectionHandover, AConnectionTheSuccessorRefusesStaysWithTheOldProcess) {
     ASSERT_TRUE(successor.logs("a connection of route \"old\" is not taken over", Deadline{10s}))
         << old_process.stderr_text() << successor.stderr_text();
     for (int i = 0; i < 5; ++i)
-        ASSERT_TRUE(client.round()) << client.failure;
+        ASSERT_TRUE(client.round()) << client.failure << "\n" << old_process.stderr_text();
     EXPECT_TRUE(client.finish()) << client.failure;
     const std::optional<ExitStatus> status = old_process.wait_exit(Deadline{5s});
     ASSERT_TRUE(status) << old_process.stderr_text();
