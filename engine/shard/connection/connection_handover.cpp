@@ -180,8 +180,7 @@ void Connections::resume(Connection& conn, const Resumed& from) {
     if (detached_ != nullptr)
         conn.handover = HandoverStep::Unmovable;
     conn.record.opened_at = from.opened_at;
-    // start_forwarding() sets it anew: its callers put this one back.
-    conn.record.connected_at = from.connected_at;
+    conn.record.connected_at = from.connected_at; // start_forwarding() keeps it
     conn.bytes[static_cast<int>(Side::ToUpstream)] = from.bytes[static_cast<int>(Side::ToUpstream)];
     conn.bytes[static_cast<int>(Side::ToClient)] = from.bytes[static_cast<int>(Side::ToClient)];
     ShardRoute& r = *conn.route;
@@ -228,9 +227,7 @@ void Connections::on_moved_into_slots(Connection& conn, int result) {
                         2 - moved, result < 0 ? std::strerror(-result) : "table full");
     if (conn.phase == Phase::Closing)
         return; // closed while it moved (the engine stops): settle() finishes it
-    const auto connected_at = conn.record.connected_at;
     start_forwarding(conn);
-    conn.record.connected_at = connected_at; // from the engine it came from
 }
 
 void Connections::detach(Connection& conn) {

@@ -61,10 +61,7 @@ int Connections::open(ShardRoute& r, WaitingClient&& client) {
                 return 0;
             }
         }
-        const auto resumed_connected_at = conn.record.connected_at; // resume()'s
         start_forwarding(conn);
-        if (client.resumed)
-            conn.record.connected_at = resumed_connected_at;
         return 0;
     }
     if (client.inspect && (!r.inspectors.empty() || client.listener_inspector)) {
@@ -198,7 +195,10 @@ void Connections::on_completion(const OpTag& t, const uring::Completion& c) {
 
 void Connections::start_forwarding(Connection& conn) {
     conn.phase = Phase::Forwarding;
-    conn.record.connected_at = conn.last_active = shard_.now;
+    conn.last_active = shard_.now;
+    // An adopted connection keeps the one it had in the engine it came from (resume()).
+    if (conn.record.connected_at == std::chrono::steady_clock::time_point{})
+        conn.record.connected_at = shard_.now;
     if (shard_.config.observer)
         conn.record.upstream_address = upstream_endpoint(conn);
     conn.dir(Side::ToUpstream).src = conn.client.ref();
