@@ -337,6 +337,17 @@ std::string receive_message(int fd, std::vector<UniqueFd>& fds) {
     return buffer;
 }
 
+// `count` clients of `at` exchanging 1000-byte rounds, each past its first round (a
+// failed one is a failure of the test).
+std::vector<std::unique_ptr<RoundTripper>> clients_after_a_round(const Endpoint& at, int count) {
+    std::vector<std::unique_ptr<RoundTripper>> clients;
+    for (int i = 0; i < count; ++i) {
+        clients.push_back(std::make_unique<RoundTripper>(at, 300 + i, 1000));
+        EXPECT_TRUE(clients.back()->round()) << clients.back()->failure;
+    }
+    return clients;
+}
+
 // Plays a successor over the upgrade socket's protocol (engine/cli/upgrade.hpp,
 // connection_handover.hpp) up to the first batch of connections, which it takes and
 // does not answer: the conversation, for the caller to close (the successor dying).
@@ -384,11 +395,8 @@ TEST(ConnectionHandover, ASuccessorThatDiesBeforeItAnswersLeavesEveryConnectionS
         uring_fwd_binary(),
         with_data_path_under_test(uring_fwd_binary(), {"--config", file.path()})};
     ASSERT_TRUE(old_process.wait_listening(Deadline{10s})) << old_process.stderr_text();
-    std::vector<std::unique_ptr<RoundTripper>> clients;
-    for (int i = 0; i < 20; ++i) {
-        clients.push_back(std::make_unique<RoundTripper>(at, 300 + i, 1000));
-        ASSERT_TRUE(clients.back()->round()) << clients.back()->failure;
-    }
+    std::vector<std::unique_ptr<RoundTripper>> clients = clients_after_a_round(at, 20);
+    ASSERT_FALSE(::testing::Test::HasFailure());
 
     // Dies: its copies of the sockets and its end of the conversation close, unanswered.
     take_first_batch_unanswered(upgrade_socket).reset();
@@ -416,17 +424,14 @@ TEST(ConnectionHandover, ConnectionsTakenBackAfterTheDrainEndedCloseAtOnce) {
     TempDir dir;
     const std::string upgrade_socket = dir.path() + "/upgrade.sock";
     const Endpoint at{Endpoint::Kind::Inet, "127.0.0.1", free_port()};
-    const ConfigFile file{upgrade_config(2, upgrade_socket, "db", at, echo.endpoint(),
-                                         "drain_timeout = \"3s\"\n")};
+    const ConfigFile file{
+        upgrade_config(2, upgrade_socket, "db", at, echo.endpoint(), "drain_timeout = \"3s\"\n")};
     BinaryProcess old_process{
         uring_fwd_binary(),
         with_data_path_under_test(uring_fwd_binary(), {"--config", file.path()})};
     ASSERT_TRUE(old_process.wait_listening(Deadline{10s})) << old_process.stderr_text();
-    std::vector<std::unique_ptr<RoundTripper>> clients;
-    for (int i = 0; i < 20; ++i) {
-        clients.push_back(std::make_unique<RoundTripper>(at, 300 + i, 1000));
-        ASSERT_TRUE(clients.back()->round()) << clients.back()->failure;
-    }
+    std::vector<std::unique_ptr<RoundTripper>> clients = clients_after_a_round(at, 20);
+    ASSERT_FALSE(::testing::Test::HasFailure());
     UniqueFd conversation = take_first_batch_unanswered(upgrade_socket);
     std::this_thread::sleep_for(3500ms); // past the drain
     EXPECT_FALSE(old_process.wait_exit(Deadline{0ms})) << "it waits for the successor";

@@ -74,6 +74,16 @@ ClientEnd exchange_bytes(int client, int server, std::chrono::milliseconds busy_
     return {rest.status, Clock::now()};
 }
 
+// The close came between 1000 ms (the route's max_duration) and 2500 ms after the
+// connection opened, and was counted as closed_max_duration.
+void expect_closed_by_max_duration(ProxyUnderTest& proxy, Clock::duration took) {
+    EXPECT_GE(took, 1000ms);
+    EXPECT_LE(took, 2500ms);
+    // Counted as the shard publishes its counters, after the batch that closed it.
+    EXPECT_TRUE(eventually([&] { return proxy.stats().closed_max_duration == 1u; }, Deadline{2s}))
+        << proxy.stats().to_line();
+}
+
 // Busy all along: the close may find a byte on its way through the proxy, and then
 // resets both sides rather than let either take the cut for a clean end (the test
 // below); it comes on time either way, and each side sees it.
@@ -89,12 +99,7 @@ TEST(MaxDuration, ClosesABusyConnectionOnTime) {
     const IoResult server_end = recv_until_eof(server.get(), Deadline{3s});
     EXPECT_TRUE(server_end.status == IoStatus::Eof || server_end.status == IoStatus::Reset)
         << to_string(server_end.status);
-    const auto took = end.at - opened;
-    EXPECT_GE(took, 1000ms);
-    EXPECT_LE(took, 2500ms);
-    // Counted as the shard publishes its counters, after the batch that closed it.
-    EXPECT_TRUE(eventually([&] { return proxy.stats().closed_max_duration == 1u; }, Deadline{2s}))
-        << proxy.stats().to_line();
+    expect_closed_by_max_duration(proxy, end.at - opened);
     EXPECT_EQ(proxy.stats().closed_idle_timeout, 0u);
 }
 
@@ -109,12 +114,7 @@ TEST(MaxDuration, ClosesWithFinOnBothSidesWhenNothingIsOnItsWay) {
     EXPECT_EQ(end.status, IoStatus::Eof) << to_string(end.status); // FIN, not RST
     const IoResult server_end = recv_until_eof(server.get(), Deadline{3s});
     EXPECT_EQ(server_end.status, IoStatus::Eof) << to_string(server_end.status);
-    const auto took = end.at - opened;
-    EXPECT_GE(took, 1000ms);
-    EXPECT_LE(took, 2500ms);
-    // Counted as the shard publishes its counters, after the batch that closed it.
-    EXPECT_TRUE(eventually([&] { return proxy.stats().closed_max_duration == 1u; }, Deadline{2s}))
-        << proxy.stats().to_line();
+    expect_closed_by_max_duration(proxy, end.at - opened);
 }
 
 // The upstream reads nothing, so the proxy holds the client's bytes (a full pipe or
