@@ -312,7 +312,12 @@ void Directions::unwatch_source(Connection& conn, Side side) {
 }
 
 Outcome Directions::on_error_watch(Connection& conn, Side side, int result, bool more) {
-    if (!more)
+    // The last completion of a watch that ended by itself. One that unwatch_source()
+    // cancelled says nothing of `watching`: unwatch cleared it, and a new watch of the
+    // same source may be armed already (a hold, then a read, then a hold again), whose
+    // flag this completion must not clear (the new watch would be left untracked, and
+    // its connection never idle).
+    if (!more && result != -ECANCELED)
         conn.dir(side).watching = false;
     if (conn.phase == Phase::Closing || result < 0)
         return Outcome::running();
