@@ -25,11 +25,12 @@ std::vector<OpenConnection> Engine::Impl::connections(const ConnectionFilter& fi
 }
 
 ChangeResult Engine::Impl::close_connection(uint64_t id) {
-    // The shard that opened it is in the id's top 16 bits (Connections::open()).
-    const uint64_t shard = id >> 48;
+    // The shard that opened it is in the id's top 16 bits (Connections::open()): it is
+    // there unless it moved since (Engine::move_connection), so that one is asked first.
+    const std::size_t home = id >> 48;
     bool closed = false;
-    if (shard < shards_.size()) {
-        engine::Shard* s = shards_[shard].get();
+    for (std::size_t i = 0; i < shards_.size() && !closed; ++i) {
+        engine::Shard* s = shards_[(home + i) % shards_.size()].get();
         if (!s->call([s, id, &closed] { closed = s->close_connection(id); }))
             return {false, "the engine has stopped"};
     }

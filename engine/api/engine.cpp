@@ -92,6 +92,12 @@ void Engine::Impl::launch() {
         setup.doorbells = doorbells_;
         setup.fd_connections = fd_connections_;
         setup.detached = detached_;
+        // Called on a shard's thread once launch() has made every shard (shards_ does
+        // not change after), for a connection moving between shards.
+        setup.move_to = [this](int to, engine::Handoff& handoff) {
+            return to >= 0 && static_cast<std::size_t>(to) < shards_.size() &&
+                   shards_[static_cast<std::size_t>(to)]->hand_over(handoff);
+        };
         setup.max_pipes = room_.pipes_per_shard;
         setup.config = &config_;
         setup.routes = routes_;

@@ -86,6 +86,9 @@ public:
     std::vector<OpenConnection> connections(const ConnectionFilter& filter) const;
     ChangeResult close_connection(uint64_t id);
     std::size_t close_connections(std::string_view route, std::string_view member);
+    // connection_moves.cpp
+    ChangeResult move_connection(uint64_t id, unsigned to);
+    std::size_t rebalance();
 
     // handoff.cpp
     std::error_code hand_over(int client_fd, int upstream_fd, std::string_view route,

@@ -15,6 +15,14 @@
 
 namespace uringfwd::engine {
 
+namespace {
+
+// How often a shard looks at its leaving connections (a hand-over, moves) when nothing
+// else wakes it: a hold let go or a move given up is this late at most.
+constexpr std::chrono::milliseconds kLeaveTick{50};
+
+} // namespace
+
 Shard::Shard(ShardSetup setup, Logger logger)
     : setup_(std::move(setup)), config_(*setup_.config), log_(std::move(logger)),
       wake_fd_(setup_.doorbells->fd(static_cast<std::size_t>(setup_.index))) {}
@@ -70,6 +78,12 @@ void Shard::serve() {
 
 void Shard::after_batch() {
     connections_->after_batch();
+    if (connections_->has_leaving() && !leave_tick_armed_) {
+        // A connection waiting to be quiet, or a move waiting for its time limit, may
+        // have nothing else that completes on this shard.
+        io_->timeout(in_flight_, OpTag::for_shard(Op::LeaveTick), kLeaveTick);
+        leave_tick_armed_ = true;
+    }
     if (!retired_routes_.empty())
         prune_retired_routes();
     finish_when_idle();
@@ -140,6 +154,10 @@ void Shard::on_shard_op(const OpTag& t, const uring::Completion& c) {
         drain_timer_armed_ = false;
         if (c.result == -ETIME)
             connections_->close_all(CloseReason::DrainTimeout);
+        return;
+    case Op::LeaveTick:
+        io_->completed(in_flight_, t, c);
+        leave_tick_armed_ = false; // after_batch() looks at the leaving connections
         return;
     case Op::IdleSweep:
         io_->completed(in_flight_, t, c);
@@ -222,6 +240,7 @@ void Shard::on_listener_op(const OpTag& t, const uring::Completion& c) {
     case Op::CoalesceTick:
     case Op::DrainDeadline:
     case Op::IdleSweep:
+    case Op::LeaveTick:
     case Op::ShardCancel:
     case Op::ShardCloseFile:
     case Op::InspectRecv:

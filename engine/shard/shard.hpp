@@ -38,6 +38,8 @@
 
 namespace uringfwd::engine {
 
+struct Handoff;
+
 struct ShardSetup {
     int index = 0;
     std::size_t shards = 1; // in the engine
@@ -54,6 +56,9 @@ struct ShardSetup {
     std::vector<int> worker_cpus;         // io-wq affinity (empty: leave as is)
     // Where its connections go while the engine hands them over (never null).
     std::shared_ptr<DetachedQueue> detached;
+    // Queues a connection moving between shards for shard `to` (its hand_over()): false
+    // when that shard has ended (the engine stops). Called on this shard's thread.
+    std::function<bool(int to, Handoff&)> move_to;
 };
 
 // A new configuration for a running shard (Engine::reconfigure).
@@ -109,6 +114,14 @@ public:
     // While it is on, a stopping shard does not end (a detached connection the
     // successor refuses comes back).
     void set_handover(bool on);
+    // On the shard's thread only (through call()): moves between shards
+    // (Engine::move_connection, rebalance; shard_moves.cpp). The connection with this
+    // id moves to shard `to` once it is quiet: nothing when this shard has none with
+    // the id, else empty or why it cannot.
+    std::optional<std::string> request_move(uint64_t id, int to);
+    // Up to `count` of its forwarding connections move to shard `to`: how many will.
+    std::size_t request_moves(std::size_t count, int to);
+
     // On the shard's thread only: while held, a stopping shard with no connection left
     // does not end either (Engine::end_handover brings detached ones back to it).
     void hold_open(bool hold) { held_open_ = hold; }
@@ -191,6 +204,10 @@ private:
     // `counted`: it took a unit of the route's limit (SharedLimit::Taken::Counted).
     void open(ShardRoute& route, WaitingClient client, bool counted);
     void take_handoff(Handoff& handoff);
+    // shard_moves.cpp: whether a route is one of this shard's current table; a
+    // connection detached to move to shard `to` goes there.
+    Connections::CurrentRoute current_route() const;
+    void send_moved(DetachedConnection&& conn, Resumed::SameEngine&& same, int to);
     // The route has no room for another client: its listeners hold off accepting and
     // the shard waits for room at its limit.
     void hold(ShardRoute& route);
@@ -287,6 +304,7 @@ private:
     LogThrottle budget_log_{1, std::chrono::seconds(10)};
     std::chrono::milliseconds idle_sweep_{0}; // 0: no route has an idle timeout
     bool idle_sweep_armed_ = false;
+    bool leave_tick_armed_ = false; // Op::LeaveTick, while connections are leaving
 
     bool stopping_ = false;
     bool drain_timer_armed_ = false;

@@ -84,8 +84,9 @@ void Shard::setup() {
             give_units(units);
             on_room(route);
         },
-        [this](const RouteTable& table, std::size_t index) {
-            return shard_route_of(table, index);
+        [this](const RouteTable& table, std::size_t index) { return shard_route_of(table, index); },
+        [this](DetachedConnection&& conn, Resumed::SameEngine&& same, int to) {
+            send_moved(std::move(conn), std::move(same), to);
         });
     context_->direct = direct_;
     context_->inline_splice = choose_inline_splice();

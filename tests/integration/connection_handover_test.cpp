@@ -10,11 +10,13 @@
 #include "tests/support/exchange.hpp"
 #include "tests/support/payload.hpp"
 #include "tests/support/proc_stats.hpp"
+#include "tests/support/scripted_peer.hpp"
 #include "tests/support/sha256.hpp"
 #include "tests/support/socket_io.hpp"
 #include "tests/support/sockets.hpp"
 #include "tests/support/temp_config_file.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/transfer_checks.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -233,6 +235,58 @@ TEST(ConnectionHandover, LiveAndIdleConnectionsSurviveThreeUpgrades) {
 // A connection half-closed in either direction before the upgrade goes on half-closed
 // after it: the client that sent its FIN still gets the upstream's answer, and the
 // client whose upstream sent its FIN still delivers its bytes.
+// A stream that never pauses: both directions held back by their readers the whole
+// time, so a pipe or a copy buffer always holds bytes of it. The old process's shard
+// lets each direction deliver what it holds and take no more, then hands it over (it
+// used to keep such a stream to its end): the old process is gone within 2 s of the
+// take-over, long before the stream ends, and both streams arrive whole.
+TEST(ConnectionHandover, AStreamThatNeverPausesIsHandedOverWhole) {
+    constexpr uint64_t kMiB = 1024 * 1024;
+    constexpr uint64_t kDown = 48 * kMiB;
+    constexpr uint64_t kUp = 24 * kMiB;
+    ExchangePlan upstream_plan;
+    upstream_plan.send_bytes = kDown;
+    upstream_plan.send_seed = 51;
+    upstream_plan.read_bytes_per_sec = 6 * kMiB; // about 4 s of upload
+    ScriptedPeer peer{upstream_plan};
+    TempDir dir;
+    const Endpoint at{Endpoint::Kind::Inet, "127.0.0.1", free_port()};
+    const ConfigFile file{upgrade_config(2, dir.path() + "/upgrade.sock", "bulk", at,
+                                         peer.endpoint(), "drain_timeout = \"30s\"\n")};
+    const Upgrader upgrader{file.path()};
+    auto first = std::make_unique<BinaryProcess>(uring_fwd_binary(), upgrader.args());
+    ASSERT_TRUE(first->wait_listening(Deadline{10s})) << first->stderr_text();
+
+    UniqueFd client = connect_to(at, 5000ms);
+    ExchangePlan client_plan;
+    client_plan.send_bytes = kUp;
+    client_plan.send_seed = 52;
+    client_plan.read_bytes_per_sec = 12 * kMiB; // about 4 s of download
+    ExchangeResult mine;
+    std::thread client_thread([&] { mine = exchange(client, client_plan, Deadline{60s}); });
+
+    std::this_thread::sleep_for(1s); // well under way
+    auto successor = std::make_unique<BinaryProcess>(uring_fwd_binary(), upgrader.args());
+    const bool took_over = successor->logs("stopped accepting and drains", Deadline{10s});
+    const auto since = std::chrono::steady_clock::now();
+    const std::optional<ExitStatus> old_status = first->wait_exit(Deadline{2s});
+    const auto exited_in = std::chrono::steady_clock::now() - since;
+    client_thread.join();
+    ASSERT_TRUE(took_over) << successor->stderr_text() << first->stderr_text();
+    ASSERT_TRUE(old_status) << "the old process still runs 2 s after the take-over:\n"
+                            << first->stderr_text();
+    EXPECT_TRUE(old_status->exited && old_status->code == 0) << old_status->describe();
+    EXPECT_NE(first->stderr_text().find(
+                  fmt::format("handed 1 connection over to process {}", successor->pid())),
+              std::string::npos)
+        << first->stderr_text();
+    std::printf("[ handover ] a stream that never pauses: the old process exited %lld ms after "
+                "the take-over\n",
+                static_cast<long long>(
+                    std::chrono::duration_cast<std::chrono::milliseconds>(exited_in).count()));
+    EXPECT_TRUE(BothWaysIntact(mine, client_plan, peer, upstream_plan, Deadline{30s}));
+}
+
 TEST(ConnectionHandover, HalfClosedConnectionsStayHalfClosed) {
     constexpr std::size_t kAfter = 64 * 1024;
     std::atomic<bool> go{false};

@@ -40,7 +40,10 @@
     X(parked, Gauge, "directions whose splices wait in the kernel now (bulk_park)")                \
     X(iowq_threads, Gauge, "io-wq kernel workers serving the shard(s) now")                        \
     X(direct_slots, Gauge, "slots of the registered file table held by sockets now")               \
-    X(direct_table_full, Counter, "clients reset because the registered file table was full")
+    X(direct_table_full, Counter, "clients reset because the registered file table was full")      \
+    X(moved_in, Counter, "connections moved here from another shard (Engine::move_connection)")    \
+    X(moved_out, Counter, "connections moved from here to another shard")                          \
+    X(moves_given_up, Counter, "moves between shards given up: the connection was never quiet")
 
 // One counter per close reason: closed_clean, closed_client_reset, ...
 #define URINGFWD_CLOSE_REASON_COUNTER(X, enumerator, name, help)                                   \

@@ -289,6 +289,20 @@ public:
     // The same for every open connection of `route` (of one member of it when given):
     // how many were closed; none for an unknown or empty route or member.
     std::size_t close_connections(std::string_view route, std::string_view member = {});
+    // Moves the open connection to shard `shard` (docs/handover.md "Between shards"),
+    // by the steps of an upgrade's hand-over: once nothing of it is in flight (at once
+    // for an idle one; a bulk stream's directions first deliver what they hold and take
+    // no more meanwhile), its two sockets go to the other shard, which carries it on
+    // where it stopped, with the same id and counts; its observer hears of it once, as
+    // it ends. Returns once its shard has the request; the move follows (connections()
+    // shows the shard), or is given up after 5 s if the connection is never quiet
+    // (counted as moves_given_up). An error for an unknown id or shard, a connection not
+    // forwarding yet, or an engine that stops or hands its connections over.
+    ChangeResult move_connection(uint64_t id, unsigned shard);
+    // Evens out the shards: moves the fewest open connections after which no shard
+    // holds more than one above another, each as move_connection() does. How many it
+    // asked to move.
+    std::size_t rebalance();
 
     class Impl;
 

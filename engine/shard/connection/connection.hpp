@@ -131,6 +131,21 @@ struct Connection {
     // it was, and the direction waits to be detached or to read again.
     bool cancelling[2] = {false, false};
     bool paused[2] = {false, false};
+    // Asked to leave this shard: an upgrade hands its connections over, or it moves to
+    // shard `move_to` of this engine (Engine::move_connection; -1: it stays). While it
+    // is leaving, its directions take nothing more from a source than one read before
+    // they wait for the source again (no splice pair straight after a full one, no
+    // coalescing), so a bulk stream goes quiet too: every byte it has not forwarded is
+    // then in the sockets, none in a pipe.
+    bool leaving = false;
+    int move_to = -1;
+    // Since when a direction of it is held (Direction::held); a hold that has not led
+    // to the pause by kHoldLimit is let go, and no direction holds again before
+    // hold_again_at: a peer that writes before it reads must not wait on a hold.
+    std::chrono::steady_clock::time_point holding_since;
+    std::chrono::steady_clock::time_point hold_again_at;
+    // A move gives up once this passes (a stream that never went quiet): it stays.
+    std::chrono::steady_clock::time_point move_deadline;
     // Adopted (Engine::adopt) with direct descriptors: the client's and the upstream's
     // plain fds being put into slots, which the kernel writes over them
     // (connection_handover.cpp move_into_slots).

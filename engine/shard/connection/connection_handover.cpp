@@ -12,6 +12,9 @@
 #include "shard/connection/connections.hpp"
 #include "shard/inspect/client_addresses.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <optional>
@@ -28,6 +31,13 @@ constexpr std::size_t kMaxPausing = 512;
 // more: each holds two plain fds (the ones installed for its slots, on direct
 // descriptors), which the fd limit did not count on; the sender passes 100 at a time.
 constexpr std::size_t kMaxQueued = 1024;
+// A move between shards that found its connection never quiet for this long gives up.
+constexpr std::chrono::seconds kMoveLimit{5};
+// A direction held for a pause reads again once nothing of its connection has moved for
+// this long, and none of the connection holds for as long (Connection::holding_since):
+// the other direction's destination may be a peer that reads only once it has written
+// what it is writing, which the hold keeps it from.
+constexpr std::chrono::milliseconds kHoldLimit{1000};
 
 } // namespace
 
@@ -35,63 +45,139 @@ void Connections::set_handover(DetachedQueue* queue) {
     detached_ = queue;
     if (detached_ != nullptr)
         return;
-    // Called off (the successor went away): whoever is pausing reads again.
+    // Called off (the successor went away): whoever is pausing reads again, but one
+    // that is moving to another shard goes on with its move.
     table_.for_each_active([this](Connection& conn) {
-        if (conn.phase == Phase::Forwarding && conn.pausing()) {
-            --pausing_;
-            conn.handover = HandoverStep::None;
-            resume_paused(conn);
+        if (conn.move_to >= 0)
+            return;
+        conn.leaving = false;
+        if (conn.phase != Phase::Forwarding)
+            return;
+        if (conn.pausing()) {
+            call_off_pause(conn);
+        } else {
+            resume_held(conn);
             settle(conn);
         }
     });
 }
 
-void Connections::pause_quiet_connections() {
-    if (detached_->size() >= kMaxQueued)
-        return; // the next batch taken wakes no shard: after_batch() looks again
-    table_.for_each_active([this](Connection& conn) {
-        if (pausing_ < kMaxPausing && quiet(conn))
-            pause(conn);
+void Connections::call_off_pause(Connection& conn) {
+    --pausing_;
+    conn.handover = HandoverStep::None;
+    resume_paused(conn);
+    settle(conn);
+}
+
+void Connections::pause_leaving_connections() {
+    if (detached_ != nullptr && detached_->size() < kMaxQueued) {
+        // Else the next batch taken wakes no shard: after_batch() looks again.
+        table_.for_each_active([this](Connection& conn) { pause_if_quiet(conn); });
+    }
+    if (moves_.empty())
+        return;
+    std::vector<PendingMove> pending;
+    pending.swap(moves_);
+    for (const PendingMove& move : pending) {
+        Connection* conn = table_.find(move.slot, move.generation);
+        if (conn == nullptr || conn->phase == Phase::Closing || conn->move_to < 0)
+            continue; // closed meanwhile, or moved
+        if (conn->handover == HandoverStep::None && shard_.now >= conn->move_deadline) {
+            // Never quiet in time (its destination reads slowly, or it streams without
+            // a pause on the copy path): it stays, and its directions read as before.
+            shard_.log.debug("connection {}: not moved to shard {}: never quiet", conn->record.id,
+                             conn->move_to);
+            conn->move_to = -1;
+            conn->leaving = detached_ != nullptr;
+            bump(shard_.io.counters().moves_given_up);
+            resume_held(*conn);
+            settle(*conn);
+            continue;
+        }
+        pause_if_quiet(*conn);
+        moves_.push_back(move); // until it has gone: a pause called off tries again
+    }
+}
+
+void Connections::pause_if_quiet(Connection& conn) {
+    if (conn.phase != Phase::Forwarding || conn.handover != HandoverStep::None)
+        return;
+    conn.leaving = true;
+    if (pausing_ < kMaxPausing && quiet(conn)) {
+        pause(conn);
+        return;
+    }
+    // A hold waits for the other direction to deliver what it holds: let go of it only
+    // once nothing has moved for kHoldLimit (a slow reader is still a reader).
+    if (conn.holding_since != std::chrono::steady_clock::time_point{} &&
+        shard_.now - std::max(conn.holding_since, conn.last_active) >= kHoldLimit) {
+        resume_held(conn); // the other direction did not get quiet: let this one flow
+        conn.hold_again_at = shard_.now + kHoldLimit;
+        settle(conn);
+    }
+}
+
+std::optional<std::string> Connections::request_move(uint64_t id, int to,
+                                                     const CurrentRoute& current) {
+    Connection* found = nullptr;
+    table_.for_each_active([&](Connection& conn) {
+        if (found == nullptr && conn.record.id == id && conn.phase != Phase::Closing)
+            found = &conn;
     });
+    if (found == nullptr)
+        return std::nullopt;
+    if (to == shard_.shard_index)
+        return fmt::format("it is on shard {} already", to);
+    if (found->phase != Phase::Forwarding)
+        return "it is not forwarding yet (still inspecting or connecting)";
+    return start_move(*found, to, current);
+}
+
+std::size_t Connections::request_moves(std::size_t count, int to, const CurrentRoute& current) {
+    std::size_t asked = 0;
+    table_.for_each_active([&](Connection& conn) {
+        if (asked < count && conn.phase == Phase::Forwarding && conn.move_to < 0 &&
+            start_move(conn, to, current).empty())
+            ++asked;
+    });
+    return asked;
+}
+
+std::string Connections::start_move(Connection& conn, int to, const CurrentRoute& current) {
+    if (detached_ != nullptr)
+        return "the engine is handing its connections over to a successor";
+    if (conn.move_to >= 0)
+        return fmt::format("it is moving to shard {} already", conn.move_to);
+    if (conn.handover == HandoverStep::Unmovable)
+        return "it cannot move (no fd could be had for its slots)";
+    // A route a reconfiguration retired lives on for its connections only: the other
+    // shard has no state of it to carry the connection on with.
+    if (!current(*conn.route))
+        return "its route was replaced by a reconfiguration";
+    conn.move_to = to;
+    conn.move_deadline = shard_.now + kMoveLimit;
+    moves_.push_back({conn.slot, conn.generation});
+    pause_if_quiet(conn); // an idle one moves at once
+    return {};
 }
 
 bool Connections::quiet(const Connection& conn) const {
-    if (conn.phase != Phase::Forwarding || conn.handover != HandoverStep::None ||
-        conn.socket_ops != 0 || conn.preamble_sent < conn.preamble.size())
-        return false;
-    for (Side side : kBothSides) {
-        const Direction& dir = conn.dir(side);
-        if (dir.parked || dir.pipe || conn.cancelling[static_cast<int>(side)])
-            return false;
-        switch (dir.state) {
-        case DirState::Done:
-        case DirState::PollingIn:
-            break;
-        case DirState::Copying:
-            // Only its receive in flight: nothing held, nothing sent, no switch pending.
-            if (!dir.receiving || dir.sending || dir.chunk_count != 0 || dir.waiting_buffer ||
-                dir.to_splice || dir.source_ended)
-                return false;
-            break;
-        case DirState::Idle:
-        case DirState::WaitingPipe:
-        case DirState::WaitingFd:
-        case DirState::Coalescing:
-        case DirState::Splicing:
-        case DirState::PollingOut:
-        case DirState::Draining:
-            return false;
-        }
-    }
-    return true;
+    return conn.phase == Phase::Forwarding && conn.handover == HandoverStep::None &&
+           conn.socket_ops == 0 && conn.preamble_sent >= conn.preamble.size() &&
+           Directions::quiet(conn, Side::ToUpstream) && Directions::quiet(conn, Side::ToClient);
 }
 
 void Connections::pause(Connection& conn) {
     conn.handover = HandoverStep::Pausing;
+    conn.holding_since = {};
     ++pausing_;
     for (Side side : kBothSides) {
         directions_.unwatch_source(conn, side); // its -ECANCELED is the data path's as usual
         const Direction& dir = conn.dir(side);
+        if (dir.held) {
+            conn.paused[static_cast<int>(side)] = true; // no receive to cancel
+            continue;
+        }
         Op read = dir.state == DirState::PollingIn ? Op::PollIn
                   : dir.state == DirState::Copying ? Op::Recv
                                                    : Op::Count;
@@ -115,7 +201,12 @@ bool Connections::on_handover_completion(Connection& conn, const OpTag& t,
     if ((t.op != Op::PollIn && t.op != Op::Recv) || !conn.cancelling[side])
         return false;
     conn.cancelling[side] = false;
-    if (c.result != -ECANCELED) {
+    // A poll that fired before its cancel reached it read nothing: the bytes (or the
+    // FIN, or the error) it saw wait in the socket for whoever reads it next, so the
+    // direction is as quiet as a cancelled one. A receive that came back with bytes is
+    // not: they are in a buffer of this process now.
+    const bool moved = c.result != -ECANCELED && !(t.op == Op::PollIn && c.result >= 0);
+    if (moved) {
         // It moved before the cancel reached it: not quiet after all.
         if (conn.handover == HandoverStep::Pausing) {
             --pausing_;
@@ -124,6 +215,7 @@ bool Connections::on_handover_completion(Connection& conn, const OpTag& t,
         }
         return false;
     }
+
     if (t.op == Op::Recv)
         conn.dir(t.side).receiving = false;
     conn.paused[side] = true;
@@ -141,6 +233,13 @@ void Connections::resume_paused(Connection& conn) {
         if (conn.phase == Phase::Forwarding)
             handle(conn, side, directions_.resume_reading(conn, side));
     }
+}
+
+void Connections::resume_held(Connection& conn) {
+    conn.holding_since = {};
+    for (Side side : kBothSides)
+        if (conn.phase == Phase::Forwarding)
+            handle(conn, side, directions_.release_hold(conn, side));
 }
 
 void Connections::advance_handover(Connection& conn) {
@@ -167,6 +266,8 @@ void Connections::advance_handover(Connection& conn) {
             // No fd to be had (EMFILE): it stays here, served to its end.
             --pausing_;
             conn.handover = HandoverStep::Unmovable;
+            conn.leaving = false; // its directions read as before, and never hold
+            conn.move_to = -1;
             shard_.log.debug("connection {}: no fd for its slot; not handed over", conn.slot);
             resume_paused(conn);
             return;
@@ -183,6 +284,19 @@ void Connections::resume(Connection& conn, const Resumed& from) {
     conn.record.connected_at = from.connected_at; // start_forwarding() keeps it
     conn.bytes[static_cast<int>(Side::ToUpstream)] = from.bytes[static_cast<int>(Side::ToUpstream)];
     conn.bytes[static_cast<int>(Side::ToClient)] = from.bytes[static_cast<int>(Side::ToClient)];
+    if (from.moved) {
+        // From another shard of this engine: the same connection, still.
+        const Resumed::SameEngine& same = *from.moved;
+        conn.record.id = same.id;
+        conn.record.observed = same.observed;
+        conn.record.endpoints_filled = same.endpoints_filled;
+        conn.record.client_address = same.client_address;
+        conn.record.local_address = same.local_address;
+        conn.record.upstream_address = same.upstream_address;
+        conn.has_addresses = same.has_addresses;
+        conn.client_sa = same.client_sa;
+        conn.local_sa = same.local_sa;
+    }
     ShardRoute& r = *conn.route;
     for (std::size_t m = 0; m < r.route.members.size(); ++m) {
         if (r.route.members[m].name != from.member)
@@ -234,6 +348,22 @@ void Connections::detach(Connection& conn) {
     --pausing_;
     conn.handover = HandoverStep::None;
     conn.paused[0] = conn.paused[1] = false;
+    std::optional<Resumed::SameEngine> same;
+    if (conn.move_to >= 0) {
+        // To another shard of this engine: the same connection to the application,
+        // which hears nothing of the move (finalize() neither reports nor counts it).
+        // Its addresses are read while its sockets still have their fds here.
+        fill_endpoints(conn);
+        same = Resumed::SameEngine{.id = conn.record.id,
+                                   .observed = conn.record.observed,
+                                   .endpoints_filled = conn.record.endpoints_filled,
+                                   .client_address = conn.record.client_address,
+                                   .local_address = conn.record.local_address,
+                                   .upstream_address = upstream_endpoint(conn),
+                                   .has_addresses = conn.has_addresses,
+                                   .client_sa = conn.client_sa,
+                                   .local_sa = conn.local_sa};
+    }
     DetachedConnection out(conn.client.take_fd(), conn.upstream.take_fd());
     out.route = conn.route->route.name;
     if (conn.attempt.member >= 0)
@@ -242,10 +372,14 @@ void Connections::detach(Connection& conn) {
     out.bytes_to_client = conn.bytes[static_cast<int>(Side::ToClient)];
     out.opened_at = conn.record.opened_at;
     out.connected_at = conn.record.connected_at;
-    detached_->push(std::move(out));
+    if (same)
+        moved_(std::move(out), std::move(*same), conn.move_to);
+    else
+        detached_->push(std::move(out));
     // Its slots (if any) close through the ring; the sockets live on in the fds given
-    // away. Counted as closed_handed_over, and the observer hears of it with that
-    // reason (the access log leaves it to the engine that carries it on).
+    // away. Counted as closed_handed_over (a move: as moved_out), and the observer
+    // hears of it with that reason (the access log leaves it to the engine that
+    // carries it on; a move: nothing).
     close(conn, CloseReason::HandedOver);
 }
 

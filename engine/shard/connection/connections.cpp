@@ -43,19 +43,25 @@ int Connections::open(ShardRoute& r, WaitingClient&& client) {
         static_cast<uint64_t>(shard_.shard_index) << 48 | (++opened_ & 0xffffffffffffu);
     conn.preamble = std::move(client.preamble);
     ++r.active;
-    ++r.accepted;
     ShardCounters& counters = shard_.io.counters();
-    bump(counters.accepted);
+    // One moved here from another shard was accepted there (and counted there).
+    if (client.resumed && client.resumed->moved) {
+        bump(counters.moved_in);
+    } else {
+        ++r.accepted;
+        bump(counters.accepted);
+    }
     bump(counters.active);
     if (client.set_no_delay)
         no_delay(shard_.io, conn, conn.client);
     set_client_controls(conn);
     if (client.upstream.valid()) { // connected by the caller: forward at once
+        if (client.resumed)
+            resume(conn, *client.resumed); // one moved between shards was observed already
         notify_open(conn);
         client.upstream.serve_into(conn.upstream);
         conn.caller_upstream = true;
         if (client.resumed) {
-            resume(conn, *client.resumed);
             if (shard_.direct && !conn.client.fixed() && !conn.upstream.fixed()) {
                 move_into_slots(conn); // forwards once they are in
                 return 0;
@@ -174,6 +180,7 @@ void Connections::on_completion(const OpTag& t, const uring::Completion& c) {
     case Op::CoalesceTick:
     case Op::DrainDeadline:
     case Op::IdleSweep:
+    case Op::LeaveTick:
     case Op::ShardCancel:
     case Op::ShardCloseFile:
     case Op::Accept:
@@ -294,7 +301,9 @@ void Connections::finalize(Connection& conn) {
             if (socket->valid())
                 set_reset_on_close(socket->fd());
     }
-    if (shard_.config.observer) {
+    // Moved to another shard of this engine: not closed at all, to the application.
+    const bool moved = conn.close_reason == CloseReason::HandedOver && conn.move_to >= 0;
+    if (shard_.config.observer && !moved) {
         notify_open(conn); // rejected while inspecting: opened and closed at once
         report_close(conn);
     }
@@ -304,11 +313,16 @@ void Connections::finalize(Connection& conn) {
     --r.active;
     if (conn.route_counted)
         shard_.doorbells->give_back(*r.route.limit, static_cast<std::size_t>(shard_.shard_index));
-    ++r.closed[static_cast<std::size_t>(conn.close_reason)];
     ShardCounters& counters = shard_.io.counters();
-    bump(counters.closed(conn.close_reason));
-    // A connection's bytes and times are counted once, by the engine where it ends: one
-    // handed over is counted by the one that carries it on, from its first byte.
+    if (moved) {
+        bump(counters.moved_out);
+    } else {
+        ++r.closed[static_cast<std::size_t>(conn.close_reason)];
+        bump(counters.closed(conn.close_reason));
+    }
+    // A connection's bytes and times are counted once, by the engine (and the shard)
+    // where it ends: one handed over is counted by the one that carries it on, from
+    // its first byte.
     if (conn.close_reason != CloseReason::HandedOver)
         count_closed(conn, counters);
     const SocketUnits units = conn.units;
@@ -318,8 +332,8 @@ void Connections::finalize(Connection& conn) {
 }
 
 void Connections::after_batch() {
-    if (detached_ != nullptr)
-        pause_quiet_connections();
+    if (detached_ != nullptr || !moves_.empty())
+        pause_leaving_connections();
     if (connector_.room_given_back())
         connector_.resume_member_waiters();
     directions_.resume_waiters(table_, [this](Connection& conn, Side side, const Outcome& o) {

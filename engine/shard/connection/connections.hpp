@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <functional>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -36,8 +37,11 @@ public:
     // route choice), null when the shard has none.
     using RouteLookup = Inspection::RouteLookup;
     using Room = std::function<void(ShardRoute&, SocketUnits)>;
-    Connections(ShardContext& shard, Room room, RouteLookup route_at)
-        : shard_(shard), room_(std::move(room)), directions_(shard),
+    // `moved` takes a connection detached for a move to shard `to` of this engine
+    // (request_move), with what the application knows of it.
+    using Moved = std::function<void(DetachedConnection&&, Resumed::SameEngine&&, int to)>;
+    Connections(ShardContext& shard, Room room, RouteLookup route_at, Moved moved)
+        : shard_(shard), room_(std::move(room)), moved_(std::move(moved)), directions_(shard),
           connector_(shard, table_, *this), inspection_(shard, *this, std::move(route_at)),
           gate_(shard) {}
 
@@ -91,6 +95,21 @@ public:
     void set_handover(DetachedQueue* queue);
     bool handing_over() const { return detached_ != nullptr; }
 
+    // Moves between shards (Engine::move_connection), the same steps: the connection
+    // with this id moves to shard `to` once it is quiet, within a few seconds or not at
+    // all. Empty, or why it cannot. `current` tells whether a route is one of the
+    // shard's current table (the other shard has the same).
+    using CurrentRoute = std::function<bool(const ShardRoute&)>;
+    // Nothing when no connection of this shard has the id.
+    std::optional<std::string> request_move(uint64_t id, int to, const CurrentRoute& current);
+    // Up to `count` forwarding connections not moving yet move to `to`: how many were
+    // asked to.
+    std::size_t request_moves(std::size_t count, int to, const CurrentRoute& current);
+
+    // Connections are leaving (a hand-over, moves): the shard looks at them again
+    // every few tens of milliseconds even when nothing else completes (LeaveTick).
+    bool has_leaving() const { return detached_ != nullptr || !moves_.empty(); }
+
     std::size_t active() const { return table_.active(); }
     Directions& directions() { return directions_; }
 
@@ -130,9 +149,17 @@ private:
     void handle(Connection& conn, Side side, const Outcome& outcome);
     void finalize(Connection& conn);
     // connection_handover.cpp
-    void pause_quiet_connections();
+    // After every batch while connections are leaving (a hand-over, moves): pauses the
+    // quiet ones; gives up moves past their time.
+    void pause_leaving_connections();
+    // Marks a forwarding connection as leaving and pauses it if it is quiet.
+    void pause_if_quiet(Connection& conn);
     bool quiet(const Connection& conn) const;
     void pause(Connection& conn);
+    void call_off_pause(Connection& conn);
+    // Copy directions held for a pause that will not come read again.
+    void resume_held(Connection& conn);
+    std::string start_move(Connection& conn, int to, const CurrentRoute& current);
     // A completion of a connection being paused: true when it is the pause's own (a
     // cancelled read, a cancel, an fd installed); false when the data path must see it
     // (it moved after all: the pause is called off).
@@ -159,6 +186,7 @@ private:
 
     ShardContext& shard_;
     Room room_;
+    Moved moved_;
     Directions directions_;
     ConnectionTable table_;
     UpstreamConnector connector_; // after table_: it holds a reference to it
@@ -167,6 +195,12 @@ private:
     uint64_t opened_ = 0; // connections opened: the low bits of their ids
     DetachedQueue* detached_ = nullptr; // set while the engine hands its connections over
     std::size_t pausing_ = 0;           // connections Pausing or Installing
+    // Connections asked to move to another shard, until they have gone or given up.
+    struct PendingMove {
+        uint32_t slot;
+        uint32_t generation;
+    };
+    std::vector<PendingMove> moves_;
     LogThrottle table_full_log_;
     LogThrottle socket_control_log_;
 };

@@ -18,7 +18,7 @@ namespace uringfwd::engine {
 
 enum class DirState : uint8_t {
     Idle,        // not started (connection still connecting)
-    PollingIn,   // one-shot POLLIN armed on the source; holds no pipe
+    PollingIn,   // one-shot POLLIN armed on the source (none while held); holds no pipe
     WaitingPipe, // source readable, no pipe free: queued for one
     WaitingFd,   // inline: a plain fd is being installed for a socket in a slot
     Coalescing,  // inline, bulk: woke too early; splices again at the shard's next tick
@@ -57,7 +57,13 @@ struct Direction {
     int pair_out = 0;
     uint8_t pair_pending = 0;
     bool watching = false; // a multishot error watch is armed on src
-    bool parked = false;   // src made blocking: its splices wait in the kernel (bulk_park)
+    // Its connection is leaving (Connection::leaving) and it holds nothing: it reads
+    // no more until the pause (PollingIn or Copying with no read in flight; its source
+    // watched for errors), so that the connection becomes quiet once the other
+    // direction is (a bulk stream's read would come back with bytes before a cancel
+    // reached it). Directions::should_hold says when.
+    bool held = false;
+    bool parked = false; // src made blocking: its splices wait in the kernel (bulk_park)
     // Input reached the source while the connection closed (a receive or a readable
     // poll came in after the close): it is forwarded to nobody.
     bool discarded = false;

@@ -54,6 +54,7 @@ Outcome Directions::on_completion(Connection& conn, Side side, Op op, const urin
     case Op::CoalesceTick:
     case Op::DrainDeadline:
     case Op::IdleSweep:
+    case Op::LeaveTick:
     case Op::ShardCancel:
     case Op::ShardCloseFile:
     case Op::Accept:
@@ -93,6 +94,7 @@ Outcome Directions::resume_reading(Connection& conn, Side side) {
 void Directions::start_reading(Connection& conn, Side side) {
     Direction& dir = conn.dir(side);
     dir.state = DirState::PollingIn;
+    dir.held = false;
     // One-shot and level-checked when armed (docs/kernel.md §2.3): if data is already
     // queued it completes at once, inline, without an io-wq thread.
     shard_.io.poll(conn.in_flight, conn.tag(Op::PollIn, side), dir.src, POLLIN);
@@ -215,14 +217,20 @@ Outcome Directions::follow(Connection& conn, Side side, Next next, int read_resu
     switch (next) {
     case Next::SpliceAgain:
         dir.small_in_a_row = 0; // a bulk read
-        park(conn, side);       // if bulk_park is on
-        return start_pair(conn, side);
+        if (!conn.leaving) {
+            park(conn, side); // if bulk_park is on
+            return start_pair(conn, side);
+        }
+        // Leaving (a hand-over, a move): the pipe is empty now, so wait for the source
+        // with nothing held, as a direction that read it dry does; the poll finds the
+        // bytes already queued (docs/handover.md).
+        [[fallthrough]];
     case Next::WaitReadable: {
         bool small = splice_turns_small(shard_.data_path, parked_size(dir.parked, read_result),
                                         dir.pipe->capacity(), dir.small_in_a_row);
         // Parked, after a read or a drain (read_result 0): the next splice waits in the
         // kernel for the next bytes, no poll. -EAGAIN: it waited bulk_park in vain.
-        if (dir.parked && read_result >= 0 && !small) {
+        if (dir.parked && read_result >= 0 && !small && !conn.leaving) {
             submit_pair(conn, side); // a parked direction splices through the ring
             return Outcome::running();
         }
@@ -237,6 +245,10 @@ Outcome Directions::follow(Connection& conn, Side side, Next next, int read_resu
             dir.full_in_a_row = 0;
             dir.small_in_a_row = 0;
             return pump_copy(conn, side);
+        }
+        if (should_hold(conn, side)) {
+            hold(conn, side); // leaving: the connection is quiet once the other is
+            return Outcome::running();
         }
         unwatch_source(conn, side); // the POLLIN poll reports errors too
         start_reading(conn, side);
@@ -329,6 +341,76 @@ Outcome Directions::on_error_watch(Connection& conn, Side side, int result, bool
     if (result & POLLERR)
         return source_failed(side, "reset while nobody read from it:", 0);
     return Outcome::running();
+}
+
+bool Directions::quiet(const Connection& conn, Side side) {
+    const Direction& dir = conn.dir(side);
+    if (dir.parked || dir.pipe || conn.cancelling[static_cast<int>(side)])
+        return false;
+    switch (dir.state) {
+    case DirState::Done:
+    case DirState::PollingIn:
+        return true;
+    case DirState::Copying:
+        // Its receive in flight, or held: nothing held, nothing sent, no switch pending.
+        return (dir.receiving || dir.held) && !dir.sending && dir.chunk_count == 0 &&
+               !dir.waiting_buffer && !dir.to_splice && !dir.source_ended;
+    case DirState::Idle:
+    case DirState::WaitingPipe:
+    case DirState::WaitingFd:
+    case DirState::Coalescing:
+    case DirState::Splicing:
+    case DirState::PollingOut:
+    case DirState::Draining:
+        return false;
+    }
+    return false;
+}
+
+Outcome Directions::release_hold(Connection& conn, Side side) {
+    Direction& dir = conn.dir(side);
+    if (!dir.held)
+        return Outcome::running();
+    if (dir.state == DirState::Copying)
+        return pump_copy(conn, side); // its error watch stays: harmless while receiving
+    unwatch_source(conn, side);       // the POLLIN poll reports errors too
+    start_reading(conn, side);
+    return Outcome::running();
+}
+
+bool Directions::should_hold(const Connection& conn, Side side) const {
+    if (!conn.leaving || shard_.now < conn.hold_again_at)
+        return false;
+    const Side o = other(side);
+    if (quiet(conn, o))
+        return true;
+    const Direction& dir = conn.dir(o);
+    switch (dir.state) {
+    case DirState::PollingOut: // waiting for its destination with bytes in its pipe
+    case DirState::Draining:   // sending what its pipe holds
+    case DirState::Splicing:   // its last pair in flight
+    case DirState::Coalescing: // one round at its tick, then it is quiet
+        return !dir.parked;
+    case DirState::Copying:
+        return !dir.receiving && (dir.sending || dir.chunk_count != 0); // sending what it holds
+    case DirState::Idle:
+    case DirState::WaitingPipe:
+    case DirState::WaitingFd:
+    case DirState::PollingIn:
+    case DirState::Done:
+        return false;
+    }
+    return false;
+}
+
+void Directions::hold(Connection& conn, Side side) {
+    Direction& dir = conn.dir(side);
+    if (dir.state != DirState::Copying)
+        dir.state = DirState::PollingIn; // with no poll: nothing is read
+    dir.held = true;
+    if (conn.holding_since == std::chrono::steady_clock::time_point{})
+        conn.holding_since = shard_.now;
+    watch_source(conn, side); // nothing reads it: a reset must still be seen
 }
 
 bool Directions::leaves_bytes_behind(const Connection& conn) {

@@ -64,6 +64,15 @@ public:
     void watch_source(Connection& conn, Side side);
     void unwatch_source(Connection& conn, Side side);
 
+    // Whether the direction holds nothing and has nothing in flight but the read of its
+    // source (a poll, a receive) or nothing at all (done, held): what a hand-over or a
+    // move between shards waits for (docs/handover.md). Everything it has not
+    // forwarded is then in its source socket.
+    static bool quiet(const Connection& conn, Side side);
+    // A direction held for its connection's pause (Direction::held) reads again: the
+    // move was given up, the hand-over ended, or the hold lasted too long.
+    Outcome release_hold(Connection& conn, Side side);
+
     // Whether a closing connection leaves bytes undelivered: a preamble, pipe or copy
     // chunk not yet sent, or input that came in while it closed. A close that would otherwise
     // send FIN resets both sides then, so no peer takes a cut stream for a whole one.
@@ -149,6 +158,12 @@ private:
     void retire_sent(Direction& dir, uint32_t sent);
     void give_back_chunks(Direction& dir);
     void resume_buffer_waiters(ConnectionTable& table, const OutcomeHandler& handle);
+
+    // Leaving (Connection::leaving): whether a direction that would read its source now,
+    // holding nothing, waits for the pause instead: when the other direction is quiet,
+    // or is delivering what it holds and will be (it takes no more meanwhile).
+    bool should_hold(const Connection& conn, Side side) const;
+    void hold(Connection& conn, Side side);
 
     // Counts bytes delivered and notes the connection as active.
     void count_bytes(Connection& conn, Side side, int moved);

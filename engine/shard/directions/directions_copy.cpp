@@ -27,12 +27,14 @@ constexpr int kSendFlags = MSG_NOSIGNAL;
 Outcome Directions::pump_copy(Connection& conn, Side side) {
     Direction& dir = conn.dir(side);
     dir.state = DirState::Copying;
+    dir.held = false;
     if (!dir.sending && dir.chunk_count > 0)
         send_chunks(conn, side);
     if (dir.receiving || dir.waiting_buffer)
         return Outcome::running();
     bool all_sent = dir.chunk_count == 0 && !dir.sending;
-    if (!all_sent && (dir.source_ended || dir.to_splice ||
+    // Leaving: nothing more is received until what is held has been sent.
+    if (!all_sent && (dir.source_ended || dir.to_splice || conn.leaving ||
                       !copy_may_receive(dir.bulk, dir.chunk_count, small_chunks(dir)))) {
         // Nothing reads the source until the destination takes what we hold, which
         // may be never: watch the source so that its reset is not missed (as the
@@ -42,6 +44,10 @@ Outcome Directions::pump_copy(Connection& conn, Side side) {
     }
     if (dir.source_ended)
         return end_direction(conn, side);
+    if (all_sent && !dir.to_splice && should_hold(conn, side)) {
+        hold(conn, side); // leaving: the connection is quiet once the other is
+        return Outcome::running();
+    }
     if (dir.to_splice) {
         // Every received byte has been sent, so the splice path starts on an empty
         // stream: nothing is reordered by the switch.

@@ -128,14 +128,14 @@ Outcome Directions::pump_inline(Connection& conn, Side side) {
                 dir.wake_bytes_avg + (static_cast<int64_t>(std::min<uint64_t>(moved, 1u << 30)) -
                                       static_cast<int64_t>(dir.wake_bytes_avg)) /
                                          4);
-        if (next == Next::WaitReadable && should_coalesce(dir, moved)) {
+        if (next == Next::WaitReadable && !conn.leaving && should_coalesce(dir, moved)) {
             coalesce(conn, side);
             return Outcome::running();
         }
         if (next != Next::SpliceAgain)
             return follow(conn, side, next, in, out);
         dir.small_in_a_row = 0; // a bulk read
-        if (round == kInlineRounds) {
+        if (round == kInlineRounds || conn.leaving) {
             // Budget spent with the stream still flowing: wait for readiness again,
             // which is there already, behind the completions of everyone else.
             bump(counters.inline_yields);
@@ -157,7 +157,7 @@ Outcome Directions::drain_inline(Connection& conn, Side side) {
         pipe.drained(static_cast<std::size_t>(out));
     count_bytes(conn, side, out);
     Next next = after_drain(out, pipe.bytes());
-    if (next == Next::WaitReadable) {
+    if (next == Next::WaitReadable && !conn.leaving) {
         // Delivered. Nothing read the source while the destination was full, so it
         // most likely has more: splice on at once (an empty source answers EAGAIN, a
         // syscall, and the direction then waits for POLLIN as usual). The error watch

@@ -2,8 +2,12 @@
 // connection hand-over, docs/handover.md) brings along from there.
 #pragma once
 
+#include "net/socket_address.hpp"
+#include "uringfwd/endpoint.hpp"
+
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace uringfwd::engine {
@@ -13,6 +17,23 @@ struct Resumed {
     uint64_t bytes[2] = {0, 0}; // forwarded there, per Side
     std::chrono::steady_clock::time_point opened_at;
     std::chrono::steady_clock::time_point connected_at;
+    // A move between two shards of one engine (Engine::move_connection) keeps what the
+    // application knows of the connection: its id, the observer's on_open already
+    // called (on_close follows once, at its real end), the client's addresses (a
+    // PROXY header's, when one told them). None for an upgrade's hand-over: a new
+    // process gives new ids.
+    struct SameEngine {
+        uint64_t id = 0;
+        bool observed = false;
+        bool endpoints_filled = false;
+        Endpoint client_address;
+        Endpoint local_address;
+        Endpoint upstream_address;
+        bool has_addresses = false;
+        SocketAddress client_sa;
+        SocketAddress local_sa;
+    };
+    std::optional<SameEngine> moved{};
 };
 
 } // namespace uringfwd::engine

@@ -35,6 +35,7 @@ enum class Op : uint8_t {
     CoalesceTick,  // timer: bulk directions that woke too early splice again (bulk_coalesce)
     DrainDeadline, // timer: stop waiting for connections to finish
     IdleSweep,     // timer: close connections idle past their route's idle timeout
+    LeaveTick,     // timer: connections leaving (a hand-over, moves) are looked at again
     ShardCancel,
     ShardCloseFile, // a waiting client's slot of the file table closed on stop
     // Listener operations (Owner::Listener, index = the listener's).

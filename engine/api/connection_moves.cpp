@@ -1,0 +1,55 @@
+// Moves between shards (Engine::move_connection, rebalance; docs/handover.md "Between
+// shards"): each asks the shard that holds the connection, on its own thread; the
+// shard moves it once it is quiet (shard/shard_moves.cpp).
+#include "api/engine_impl.hpp"
+#include "api/rebalance_plan.hpp"
+#include "support/plural.hpp"
+
+#include <fmt/format.h>
+
+namespace uringfwd {
+
+ChangeResult Engine::Impl::move_connection(uint64_t id, unsigned to) {
+    if (to >= shards_.size())
+        return {false, fmt::format("no shard {}: the engine has {} (0 to {})", to, shards_.size(),
+                                   shards_.size() - 1)};
+    // It opened on the shard in the id's top 16 bits (Connections::open()) and is there
+    // unless it has moved since: ask that one first, then the others.
+    const std::size_t home = id >> 48;
+    std::optional<std::string> answer;
+    for (std::size_t i = 0; i < shards_.size() && !answer; ++i) {
+        const std::size_t s = (home + i) % shards_.size();
+        engine::Shard* shard = shards_[s].get();
+        if (!shard->call([&] { answer = shard->request_move(id, static_cast<int>(to)); }))
+            return {false, "the engine has stopped"};
+    }
+    if (!answer)
+        return {false, fmt::format("no open connection {}", id)};
+    if (!answer->empty())
+        return {false, fmt::format("connection {} cannot move to shard {}: {}", id, to, *answer)};
+    return {true, {}};
+}
+
+std::size_t Engine::Impl::rebalance() {
+    std::vector<std::size_t> open;
+    for (const auto& shard : shards_)
+        open.push_back(shard->counters().active.load(std::memory_order_acquire));
+    std::size_t asked = 0;
+    for (const engine::ShardMove& move : engine::plan_rebalance(open)) {
+        engine::Shard* from = shards_[move.from].get();
+        (void)from->call(
+            [&] { asked += from->request_moves(move.count, static_cast<int>(move.to)); });
+    }
+    if (asked > 0)
+        log_.info("rebalance: moving {} between shards", engine::count_of(asked, "connection"));
+    return asked;
+}
+
+ChangeResult Engine::move_connection(uint64_t id, unsigned shard) {
+    return impl_->move_connection(id, shard);
+}
+std::size_t Engine::rebalance() {
+    return impl_->rebalance();
+}
+
+} // namespace uringfwd

@@ -1,0 +1,54 @@
+// Moves between shards (Engine::move_connection, rebalance; docs/handover.md "Between
+// shards"): the connection goes quiet and is detached here exactly as an upgrade's
+// hand-over detaches one (connection_handover.cpp), and the shard it moves to adopts
+// it as it would one from another process, keeping its id and what its observer knows.
+#include "shard/shard.hpp"
+
+namespace uringfwd::engine {
+
+Connections::CurrentRoute Shard::current_route() const {
+    return [this](const ShardRoute& route) {
+        for (const auto& each : routes_)
+            if (each.get() == &route)
+                return true;
+        return false;
+    };
+}
+
+std::optional<std::string> Shard::request_move(uint64_t id, int to) {
+    std::optional<std::string> result = connections_->request_move(
+        id, to, stopping_ ? [](const ShardRoute&) { return false; } : current_route());
+    if (stopping_ && result)
+        return "the engine is stopping"; // draining: it ends here
+    return result;
+}
+
+std::size_t Shard::request_moves(std::size_t count, int to) {
+    if (stopping_ || to == setup_.index)
+        return 0;
+    return connections_->request_moves(count, to, current_route());
+}
+
+void Shard::send_moved(DetachedConnection&& conn, Resumed::SameEngine&& same, int to) {
+    Handoff handoff{
+        .client = UnservedSocket::plain(conn.client_fd()),
+        .upstream = UnservedSocket::plain(conn.upstream_fd()),
+        .route = conn.route,
+        .resumed = Resumed{.member = conn.member,
+                           .bytes = {conn.bytes_to_upstream, conn.bytes_to_client},
+                           .opened_at = conn.opened_at,
+                           .connected_at = conn.connected_at,
+                           .moved = std::move(same)},
+    };
+    conn.release_fds(); // the hand-off's now
+    if (setup_.move_to && setup_.move_to(to, handoff))
+        return;
+    // The shard it was to go to has ended (the engine stops): it comes back here, and
+    // is served (or drained) with the rest.
+    log_.debug("connection {}: shard {} has ended; it stays", handoff.resumed->moved->id, to);
+    if (!hand_over(handoff))
+        log_.warn("connection {}: no shard to carry it on; resetting it",
+                  handoff.resumed->moved->id);
+}
+
+} // namespace uringfwd::engine

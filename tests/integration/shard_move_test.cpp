@@ -1,0 +1,329 @@
+// Moving connections between the shards of one engine (Engine::move_connection,
+// rebalance; docs/handover.md "Between shards"), over real sockets on two shards: a
+// moved connection goes on where it stopped, with its id, its byte counts and one
+// observer record at its real end; a stream moved again and again under traffic in both
+// directions arrives whole; rebalance evens out shards that were not.
+#include "tests/support/echo_server.hpp"
+#include "tests/support/eventually.hpp"
+#include "tests/support/exchange.hpp"
+#include "tests/support/proxy_under_test.hpp"
+#include "tests/support/recording_observer.hpp"
+#include "tests/support/scripted_peer.hpp"
+#include "tests/support/socket_io.hpp"
+#include "tests/support/sockets.hpp"
+#include "tests/support/transfer_checks.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace uringfwd::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr uint64_t kMiB = 1024 * 1024;
+
+RouteConfig route_to(const Endpoint& upstream) {
+    RouteConfig r;
+    r.name = "web";
+    r.listen = {loopback_any_port()};
+    UpstreamMember m;
+    m.address = upstream;
+    r.pool.members.push_back(m);
+    return r;
+}
+
+ConfigEdit two_shards(std::shared_ptr<RecordingObserver> observer = {}) {
+    return [observer](EngineConfig& c) {
+        c.placement.shards = 2;
+        if (observer)
+            c.observer = observer;
+    };
+}
+
+std::optional<OpenConnection> find(Engine& engine, uint64_t id) {
+    for (const OpenConnection& c : engine.connections())
+        if (c.id == id)
+            return c;
+    return std::nullopt;
+}
+
+// Asks for the move and waits until the engine lists the connection on `shard`.
+::testing::AssertionResult moves_to(Engine& engine, uint64_t id, unsigned shard,
+                                    const Deadline& deadline = Deadline{5s}) {
+    const ChangeResult asked = engine.move_connection(id, shard);
+    if (!asked.ok)
+        return ::testing::AssertionFailure() << "move refused: " << asked.error;
+    std::optional<OpenConnection> seen;
+    if (eventually(
+            [&] {
+                seen = find(engine, id);
+                return seen && seen->shard == shard;
+            },
+            deadline))
+        return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure()
+           << "connection " << id << " not on shard " << shard << " in time: "
+           << (seen ? "on shard " + std::to_string(seen->shard) : std::string("not listed"));
+}
+
+std::vector<std::byte> bytes(std::size_t n, char fill) {
+    return std::vector<std::byte>(n, static_cast<std::byte>(fill));
+}
+
+// `up` bytes from the client to the server and `down` back, each read whole.
+void exchange_once(int client, int server, std::size_t up, std::size_t down) {
+    const std::vector<std::byte> a = bytes(up, 'u');
+    const std::vector<std::byte> b = bytes(down, 'd');
+    std::vector<std::byte> got(std::max(up, down));
+    ASSERT_EQ(send_all(client, a, Deadline{5s}).status, IoStatus::Ok);
+    ASSERT_EQ(recv_all(server, std::span(got.data(), up), Deadline{5s}).status, IoStatus::Ok);
+    EXPECT_TRUE(std::equal(a.begin(), a.end(), got.begin()));
+    ASSERT_EQ(send_all(server, b, Deadline{5s}).status, IoStatus::Ok);
+    ASSERT_EQ(recv_all(client, std::span(got.data(), down), Deadline{5s}).status, IoStatus::Ok);
+    EXPECT_TRUE(std::equal(b.begin(), b.end(), got.begin()));
+}
+
+TEST(ShardMove, AConnectionMovesAndGoesOnWithItsIdCountsAndOneObserverRecord) {
+    Listener upstream = listen_loopback(Family::Inet4);
+    auto observer = std::make_shared<RecordingObserver>();
+    ProxyUnderTest proxy{{route_to(upstream.endpoint())}, two_shards(observer)};
+    ASSERT_EQ(proxy.engine().info().shards.size(), 2u);
+
+    UniqueFd client = connect_to(proxy.endpoint());
+    UniqueFd server = accept_one(upstream.fd(), Deadline{5s});
+    ASSERT_TRUE(server);
+    exchange_once(client.get(), server.get(), 300, 700);
+    std::vector<OpenConnection> open;
+    ASSERT_TRUE(eventually(
+        [&] {
+            open = proxy.engine().connections();
+            return open.size() == 1 && open[0].bytes_to_client == 700;
+        },
+        Deadline{5s}));
+    const uint64_t id = open[0].id;
+    const unsigned first = open[0].shard;
+    const unsigned other = 1 - first;
+
+    ASSERT_TRUE(moves_to(proxy.engine(), id, other));
+    std::optional<OpenConnection> moved = find(proxy.engine(), id);
+    ASSERT_TRUE(moved);
+    EXPECT_EQ(moved->bytes_to_upstream, 300u);
+    EXPECT_EQ(moved->bytes_to_client, 700u);
+    EXPECT_EQ(moved->phase, "forwarding");
+    EXPECT_EQ(moved->client, open[0].client);
+    EXPECT_EQ(moved->upstream, open[0].upstream);
+    exchange_once(client.get(), server.get(), 100, 200); // served from the other shard
+
+    ASSERT_TRUE(moves_to(proxy.engine(), id, first)); // and back
+    exchange_once(client.get(), server.get(), 1000, 2000);
+
+    EngineStats stats = proxy.stats();
+    EXPECT_EQ(stats.moved_out, 2u);
+    EXPECT_EQ(stats.moved_in, 2u);
+    EXPECT_EQ(stats.moves_given_up, 0u);
+    EXPECT_EQ(stats.accepted, 1u); // moved, not accepted again
+    EXPECT_EQ(stats.closed(CloseReason::HandedOver), 0u);
+    EXPECT_EQ(stats.active, 1u);
+
+    // It ends as any connection does: FIN each way, and one record of its whole life.
+    ASSERT_EQ(::shutdown(client.get(), SHUT_WR), 0);
+    std::byte one{};
+    EXPECT_EQ(recv_all(server.get(), std::span<std::byte>(&one, 1), Deadline{5s}).status,
+              IoStatus::Eof);
+    server.reset();
+    EXPECT_EQ(recv_all(client.get(), std::span<std::byte>(&one, 1), Deadline{5s}).status,
+              IoStatus::Eof);
+    ASSERT_TRUE(eventually([&] { return observer->closed().size() == 1; }, Deadline{5s}));
+    const ConnectionRecord record = observer->closed().front();
+    EXPECT_EQ(record.info.id, id);
+    EXPECT_EQ(record.reason, CloseReason::Clean);
+    EXPECT_EQ(record.bytes_to_upstream, 1400u);
+    EXPECT_EQ(record.bytes_to_client, 2900u);
+    EXPECT_EQ(observer->opened(), 1u);
+    EXPECT_TRUE(
+        eventually([&] { return proxy.stats().closed(CloseReason::Clean) == 1; }, Deadline{5s}));
+}
+
+TEST(ShardMove, AMovedConnectionIsClosedByItsIdOnTheShardItMovedTo) {
+    Listener upstream = listen_loopback(Family::Inet4);
+    ProxyUnderTest proxy{{route_to(upstream.endpoint())}, two_shards()};
+    UniqueFd client = connect_to(proxy.endpoint());
+    UniqueFd server = accept_one(upstream.fd(), Deadline{5s});
+    ASSERT_TRUE(server);
+    exchange_once(client.get(), server.get(), 10, 10);
+    std::vector<OpenConnection> open = proxy.engine().connections();
+    ASSERT_EQ(open.size(), 1u);
+    ASSERT_TRUE(moves_to(proxy.engine(), open[0].id, 1 - open[0].shard));
+
+    const ChangeResult closed = proxy.engine().close_connection(open[0].id);
+    ASSERT_TRUE(closed.ok) << closed.error;
+    std::byte one{};
+    EXPECT_EQ(recv_all(client.get(), std::span<std::byte>(&one, 1), Deadline{5s}).status,
+              IoStatus::Reset);
+    EXPECT_EQ(recv_all(server.get(), std::span<std::byte>(&one, 1), Deadline{5s}).status,
+              IoStatus::Reset);
+}
+
+TEST(ShardMove, AMoveThatCannotBeSaysWhy) {
+    Listener upstream = listen_loopback(Family::Inet4);
+    ProxyUnderTest proxy{{route_to(upstream.endpoint())}, two_shards()};
+    UniqueFd client = connect_to(proxy.endpoint());
+    UniqueFd server = accept_one(upstream.fd(), Deadline{5s});
+    ASSERT_TRUE(server);
+    exchange_once(client.get(), server.get(), 10, 10);
+    std::vector<OpenConnection> open = proxy.engine().connections();
+    ASSERT_EQ(open.size(), 1u);
+    const uint64_t id = open[0].id;
+
+    ChangeResult r = proxy.engine().move_connection(id + 1000, 0);
+    EXPECT_FALSE(r.ok);
+    EXPECT_EQ(r.error, "no open connection " + std::to_string(id + 1000));
+    r = proxy.engine().move_connection(id, 2);
+    EXPECT_FALSE(r.ok);
+    EXPECT_EQ(r.error, "no shard 2: the engine has 2 (0 to 1)");
+    r = proxy.engine().move_connection(id, open[0].shard);
+    EXPECT_FALSE(r.ok);
+    EXPECT_EQ(r.error, "connection " + std::to_string(id) + " cannot move to shard " +
+                           std::to_string(open[0].shard) + ": it is on shard " +
+                           std::to_string(open[0].shard) + " already");
+    exchange_once(client.get(), server.get(), 10, 10); // untouched
+}
+
+// Both directions busy and held back by their readers the whole time (each side's
+// reader is slower than the other's writer), so a direction always has bytes in a pipe
+// or a copy buffer: the connection is quiet only because a leaving direction takes
+// nothing more while it delivers what it holds. Moved back and forth under that load,
+// both streams arrive whole, and the counts add up.
+TEST(ShardMove, AStreamMovedBackAndForthUnderTrafficBothWaysArrivesWhole) {
+    constexpr uint64_t kDown = 48 * kMiB;
+    constexpr uint64_t kUp = 24 * kMiB;
+    ExchangePlan upstream_plan;
+    upstream_plan.send_bytes = kDown;
+    upstream_plan.send_seed = 41;
+    upstream_plan.read_bytes_per_sec = 6 * kMiB; // about 4 s of upload
+    ScriptedPeer peer{upstream_plan};
+    auto observer = std::make_shared<RecordingObserver>();
+    ProxyUnderTest proxy{{route_to(peer.endpoint())}, two_shards(observer)};
+
+    UniqueFd client = connect_to(proxy.endpoint());
+    ExchangePlan client_plan;
+    client_plan.send_bytes = kUp;
+    client_plan.send_seed = 42;
+    client_plan.read_bytes_per_sec = 12 * kMiB; // about 4 s of download
+    ExchangeResult mine;
+    std::atomic<bool> done{false};
+    std::thread client_thread([&] {
+        mine = exchange(client, client_plan, Deadline{60s});
+        done = true;
+    });
+
+    std::optional<OpenConnection> conn;
+    ASSERT_TRUE(eventually(
+        [&] {
+            std::vector<OpenConnection> open = proxy.engine().connections();
+            if (open.size() == 1 && open[0].phase == "forwarding")
+                conn = open[0];
+            return conn.has_value();
+        },
+        Deadline{5s}));
+    unsigned moves = 0;
+    unsigned shard = conn->shard;
+    while (!done && moves < 20) {
+        std::this_thread::sleep_for(50ms);
+        if (done)
+            break;
+        const ChangeResult asked = proxy.engine().move_connection(conn->id, 1 - shard);
+        if (!asked.ok)
+            break; // it ended meanwhile (both streams done): the loop is over
+        std::optional<OpenConnection> seen;
+        const bool happened = eventually(
+            [&] {
+                seen = find(proxy.engine(), conn->id);
+                return !seen || seen->shard != shard;
+            },
+            Deadline{10s});
+        EXPECT_TRUE(happened) << "move " << moves + 1 << " did not happen";
+        if (!happened || !seen)
+            break; // not moved (the client thread is joined below), or ended
+        shard = seen->shard;
+        ++moves;
+    }
+    client_thread.join();
+    EXPECT_TRUE(BothWaysIntact(mine, client_plan, peer, upstream_plan, Deadline{30s}));
+    // Under way for about 4 s, a move 50 ms after the last is done; each waits for
+    // both directions to deliver what they hold at their readers' pace (a pipe, or
+    // copy buffers, of a MiB or two at 6 MiB/s: a few hundred ms at most).
+    EXPECT_GE(moves, 3u);
+    std::printf("moved %u times under traffic\n", moves);
+
+    ASSERT_TRUE(eventually([&] { return observer->closed().size() == 1; }, Deadline{5s}));
+    const ConnectionRecord record = observer->closed().front();
+    EXPECT_EQ(record.bytes_to_upstream, kUp);
+    EXPECT_EQ(record.bytes_to_client, kDown);
+    EXPECT_EQ(record.reason, CloseReason::Clean);
+    const EngineStats stats = proxy.stats();
+    // A move asked for as the streams ended may have happened before the close and not
+    // been seen by the loop.
+    EXPECT_GE(stats.moved_in, moves);
+    EXPECT_LE(stats.moved_in, moves + 1);
+    EXPECT_EQ(stats.moves_given_up, 0u);
+    EXPECT_EQ(stats.bytes_to_upstream, kUp);
+    EXPECT_EQ(stats.bytes_to_client, kDown);
+}
+
+TEST(ShardMove, RebalanceEvensOutTheShards) {
+    EchoServer echo;
+    ProxyUnderTest proxy{{route_to(echo.endpoint())}, two_shards()};
+    constexpr std::size_t kConnections = 16;
+    std::vector<UniqueFd> clients;
+    for (std::size_t i = 0; i < kConnections; ++i) {
+        clients.push_back(connect_to(proxy.endpoint()));
+        std::vector<std::byte> ping = bytes(1 + i, 'p');
+        ASSERT_EQ(send_all(clients.back().get(), ping, Deadline{5s}).status, IoStatus::Ok);
+        ASSERT_EQ(recv_all(clients.back().get(), ping, Deadline{5s}).status, IoStatus::Ok);
+    }
+    // All on shard 0 first, however the kernel spread them.
+    ASSERT_TRUE(eventually([&] { return proxy.engine().connections().size() == kConnections; },
+                           Deadline{5s}));
+    for (const OpenConnection& c : proxy.engine().connections()) {
+        if (c.shard != 0) {
+            ASSERT_TRUE(moves_to(proxy.engine(), c.id, 0));
+        }
+    }
+
+    auto on_shard = [&](unsigned shard) {
+        std::size_t n = 0;
+        for (const OpenConnection& c : proxy.engine().connections())
+            n += c.shard == shard ? 1 : 0;
+        return n;
+    };
+    const auto asked = std::chrono::steady_clock::now();
+    EXPECT_EQ(proxy.engine().rebalance(), kConnections / 2);
+    EXPECT_TRUE(eventually([&] { return on_shard(1) == kConnections / 2; }, Deadline{5s}))
+        << on_shard(1) << " on shard 1";
+    std::printf("[ move ] %zu idle connections moved in %lld us\n", kConnections / 2,
+                static_cast<long long>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                           std::chrono::steady_clock::now() - asked)
+                                           .count()));
+    EXPECT_EQ(on_shard(0), kConnections / 2);
+    EXPECT_EQ(proxy.engine().rebalance(), 0u); // even now
+    for (std::size_t i = 0; i < kConnections; ++i) {
+        std::vector<std::byte> ping = bytes(100 + i, 'q');
+        ASSERT_EQ(send_all(clients[i].get(), ping, Deadline{5s}).status, IoStatus::Ok);
+        ASSERT_EQ(recv_all(clients[i].get(), ping, Deadline{5s}).status, IoStatus::Ok);
+    }
+}
+
+} // namespace
+} // namespace uringfwd::test
