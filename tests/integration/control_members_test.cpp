@@ -20,6 +20,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -238,6 +239,97 @@ TEST(ControlMembers, ShowConnectionsListsExactBytesAndCloseResetsBothEnds) {
         Deadline{5s}));
     const CtlRun again = run_ctl({"--control", control, "close", "connection", row["id"]});
     EXPECT_EQ(again.status.code, 1);
+}
+
+// `move connection` and `rebalance` through `uring-fwd ctl` on two shards: the
+// connection is listed on the other shard with the same id and bytes, still echoes, and
+// the counters say it moved; a move to a shard that does not exist is an error.
+TEST(ControlMembers, MoveConnectionAndRebalanceMoveWithoutALostByte) {
+    TempDir dir;
+    EchoServer echo;
+    const std::string control = dir.file("control.sock");
+    RunningBinary fwd =
+        start_binary("127.0.0.1:0", echo.endpoint(), {"--shards", "2", "--control", control});
+    auto echo_round = [](int fd, std::size_t n, char fill) {
+        const std::string sent(n, fill);
+        std::string back(n, '\0');
+        return send_text(fd, sent, Deadline{5s}).status == IoStatus::Ok &&
+               recv_all(fd, std::as_writable_bytes(std::span(back)), Deadline{5s}).status ==
+                   IoStatus::Ok &&
+               back == sent;
+    };
+    UniqueFd held = connect_to(fwd.endpoint);
+    ASSERT_TRUE(echo_round(held.get(), 500, 'm'));
+    std::map<std::string, std::string> row;
+    ASSERT_TRUE(eventually(
+        [&] {
+            const std::vector<std::string> rows =
+                lines_of(ctl_ok(control, {"show", "connections"}));
+            if (rows.size() != 1)
+                return false;
+            row = fields(rows[0]);
+            return row["bytes_to_client"] == "500";
+        },
+        Deadline{5s}));
+    const std::string to = row["shard"] == "0" ? "1" : "0";
+    EXPECT_EQ(ctl_ok(control, {"move", "connection", row["id"], to}),
+              fmt::format("connection {} moving to shard {}\n", row["id"], to));
+    std::map<std::string, std::string> moved;
+    EXPECT_TRUE(eventually(
+        [&] {
+            const std::vector<std::string> rows =
+                lines_of(ctl_ok(control, {"show", "connections"}));
+            moved = rows.size() == 1 ? fields(rows[0]) : std::map<std::string, std::string>{};
+            return moved["shard"] == to;
+        },
+        Deadline{5s}))
+        << ctl_ok(control, {"show", "connections"});
+    EXPECT_EQ(moved["id"], row["id"]);
+    EXPECT_EQ(moved["bytes_to_upstream"], "500");
+    ASSERT_TRUE(echo_round(held.get(), 700, 'n')); // served from its new shard
+    const std::string stats = ctl_ok(control, {"show", "stats"});
+    EXPECT_THAT(stats, HasSubstr("moved_in 1\n"));
+    EXPECT_THAT(stats, HasSubstr("moved_out 1\n"));
+
+    const CtlRun nowhere = run_ctl({"--control", control, "move", "connection", row["id"], "7"});
+    EXPECT_EQ(nowhere.status.code, 1);
+    EXPECT_THAT(nowhere.out + nowhere.err, HasSubstr("no shard 7: the engine has 2 (0 to 1)"));
+    // A second connection on the same shard as the first: rebalance moves one of them.
+    UniqueFd second = connect_to(fwd.endpoint);
+    ASSERT_TRUE(echo_round(second.get(), 10, 's'));
+    std::vector<std::string> rows;
+    ASSERT_TRUE(eventually(
+        [&] {
+            rows = lines_of(ctl_ok(control, {"show", "connections"}));
+            return rows.size() == 2;
+        },
+        Deadline{5s}));
+    for (const std::string& line : rows) {
+        std::map<std::string, std::string> r = fields(line);
+        if (r["shard"] != to)
+            ctl_ok(control, {"move", "connection", r["id"], to});
+    }
+    auto shards_listed = [&] {
+        std::vector<std::string> shards;
+        for (const std::string& line : lines_of(ctl_ok(control, {"show", "connections"})))
+            shards.push_back(fields(line)["shard"]);
+        std::sort(shards.begin(), shards.end());
+        return shards;
+    };
+    ASSERT_TRUE(eventually(
+        [&] {
+            return shards_listed() == std::vector<std::string>{to, to};
+        },
+        Deadline{5s}));
+    EXPECT_EQ(ctl_ok(control, {"rebalance"}), "moving 1 connection between shards\n");
+    EXPECT_TRUE(eventually(
+        [&] {
+            return shards_listed() == std::vector<std::string>{"0", "1"};
+        },
+        Deadline{5s}));
+    EXPECT_EQ(ctl_ok(control, {"rebalance"}), "moving 0 connections between shards\n");
+    EXPECT_TRUE(echo_round(held.get(), 100, 'o'));
+    EXPECT_TRUE(echo_round(second.get(), 100, 'p'));
 }
 
 } // namespace

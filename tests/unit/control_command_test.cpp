@@ -127,6 +127,25 @@ TEST(ControlCommand, CloseConnections) {
     EXPECT_THAT(error_of("close connections"), HasSubstr("missing arguments"));
 }
 
+TEST(ControlCommand, MoveConnectionAndRebalance) {
+    const Command move = parsed("move connection 281474976710657 1");
+    EXPECT_EQ(move.verb, Verb::MoveConnection);
+    EXPECT_EQ(move.id, 281474976710657u);
+    EXPECT_EQ(move.shard, 1u);
+    EXPECT_TRUE(parsed("move connection 5 0 json").json);
+    EXPECT_THAT(error_of("move connection 5"),
+                HasSubstr("move connection: missing arguments; usage: move connection ID SHARD"));
+    EXPECT_THAT(error_of("move connection 5 1 2"), HasSubstr("too many arguments"));
+    EXPECT_THAT(error_of("move connection x 1"), HasSubstr("ID must be"));
+    EXPECT_THAT(error_of("move connection 5 65536"), HasSubstr("SHARD must be"));
+    EXPECT_THAT(error_of("move connection 5 -1"), HasSubstr("not \"-1\""));
+    EXPECT_EQ(error_of("move conection 5 1"),
+              "unknown command \"move conection\" (did you mean \"move connection\"?)");
+    EXPECT_EQ(parsed("rebalance").verb, Verb::Rebalance);
+    EXPECT_TRUE(parsed("rebalance json").json);
+    EXPECT_THAT(error_of("rebalance now"), HasSubstr("rebalance: too many arguments"));
+}
+
 TEST(ControlCommand, UnknownCommandsSuggestTheClosest) {
     EXPECT_EQ(error_of("show stat"),
               "unknown command \"show stat\" (did you mean \"show stats\"?)");
@@ -157,9 +176,9 @@ TEST(ControlCommand, HelpListsEveryCommand) {
     std::string all;
     for (const CommandHelp& h : command_help())
         all += std::string(h.usage) + "\n";
-    for (const char* c :
-         {"show info", "show stats", "show routes", "show members", "show connections",
-          "set member", "add member", "del member", "close connection ", "close connections"})
+    for (const char* c : {"show info", "show stats", "show routes", "show members",
+                          "show connections", "set member", "add member", "del member",
+                          "close connection ", "close connections", "move connection", "rebalance"})
         EXPECT_THAT(all, HasSubstr(c));
 }
 

@@ -57,13 +57,16 @@ const std::vector<CommandHelp> kHelp = {
     {"del member ROUTE MEMBER", "removes it; its open connections go on until they close"},
     {"close connection ID", "resets both sides of one connection"},
     {"close connections ROUTE [MEMBER]", "resets every connection of a route or member"},
+    {"move connection ID SHARD", "moves one connection to another shard, once it is quiet"},
+    {"rebalance", "moves connections until no shard has more than one above another"},
 };
 
 // The first words of each grammar above: what a mistyped command is compared with.
 const std::vector<std::string_view> kPhrases = {
     "help",         "show info",        "show stats",        "show routes",
     "show members", "show connections", "set member",        "add member",
-    "del member",   "close connection", "close connections",
+    "del member",   "close connection", "close connections", "move connection",
+    "rebalance",
 };
 
 ParseResult fail(std::string message) {
@@ -231,6 +234,25 @@ ParseResult parse_close(const Words& w, Command c) {
     return unknown(w);
 }
 
+ParseResult parse_move(const Words& w, Command c) {
+    if (w.size() < 2 || w[1] != "connection")
+        return unknown(w);
+    if (w.size() != 4)
+        return usage("move connection", w.size() < 4 ? "missing arguments" : "too many arguments");
+    const auto id = number(w[2], UINT64_MAX);
+    if (!id)
+        return usage("move connection",
+                     fmt::format("ID must be a connection's number, not {}", quote_input(w[2])));
+    const auto shard = number(w[3], UINT16_MAX);
+    if (!shard)
+        return usage("move connection",
+                     fmt::format("SHARD must be a shard's number, not {}", quote_input(w[3])));
+    c.verb = Verb::MoveConnection;
+    c.id = *id;
+    c.shard = static_cast<unsigned>(*shard);
+    return ok(std::move(c));
+}
+
 } // namespace
 
 ParseResult parse_command(std::string_view line) {
@@ -261,6 +283,14 @@ ParseResult parse_command(std::string_view line) {
         return parse_member_change(w, std::move(c));
     if (w[0] == "close")
         return parse_close(w, std::move(c));
+    if (w[0] == "move")
+        return parse_move(w, std::move(c));
+    if (w[0] == "rebalance") {
+        if (w.size() > 1)
+            return usage("rebalance", "too many arguments");
+        c.verb = Verb::Rebalance;
+        return ok(std::move(c));
+    }
     return unknown(w);
 }
 

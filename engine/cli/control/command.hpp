@@ -34,6 +34,8 @@ enum class Verb {
     DelMember,        // ROUTE MEMBER
     CloseConnection,  // ID
     CloseConnections, // ROUTE [MEMBER]
+    MoveConnection,   // ID SHARD
+    Rebalance,
 };
 
 struct Command {
@@ -45,7 +47,8 @@ struct Command {
     std::optional<unsigned> weight; // SetMemberWeight; AddMember when given
     bool backup = false;            // AddMember
     std::size_t limit = 0;          // ShowConnections; 0: the default (kDefaultConnectionLimit)
-    uint64_t id = 0;                // CloseConnection
+    uint64_t id = 0;                // CloseConnection, MoveConnection
+    unsigned shard = 0;             // MoveConnection
 };
 
 // Connections `show connections` lists unless told otherwise: a reply stays a few

@@ -190,6 +190,8 @@ Reply run_command(const Command& c, Engine& engine, const ProcessFacts& facts) {
     case Verb::DelMember:
     case Verb::CloseConnection:
     case Verb::CloseConnections:
+    case Verb::MoveConnection:
+    case Verb::Rebalance:
         return change(c, engine);
     }
     return error_reply("unknown command");

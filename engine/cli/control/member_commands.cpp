@@ -137,6 +137,14 @@ Reply change(const Command& c, Engine& engine) {
         const std::size_t n = engine.close_connections(c.route, c.member);
         return done(c, ChangeResult{true, {}}, fmt::format("closed {}", count_of(n, "connection")));
     }
+    case Verb::MoveConnection:
+        return done(c, engine.move_connection(c.id, c.shard),
+                    fmt::format("connection {} moving to shard {}", c.id, c.shard));
+    case Verb::Rebalance: {
+        const std::size_t n = engine.rebalance();
+        return done(c, ChangeResult{true, {}},
+                    fmt::format("moving {} between shards", count_of(n, "connection")));
+    }
     default:
         break;
     }

@@ -12,8 +12,9 @@ namespace uringfwd::cli::control {
 
 Reply show_members(const Command& command, Engine& engine);
 Reply show_connections(const Command& command, Engine& engine);
-// SetMemberState, SetMemberWeight, AddMember, DelMember, CloseConnection and
-// CloseConnections: one line saying what was done, or the engine's error.
+// SetMemberState, SetMemberWeight, AddMember, DelMember, CloseConnection,
+// CloseConnections, MoveConnection and Rebalance: one line saying what was done, or
+// the engine's error.
 Reply change(const Command& command, Engine& engine);
 
 } // namespace uringfwd::cli::control
