@@ -9,7 +9,8 @@
 
 namespace uringfwd {
 
-ChangeResult Engine::Impl::move_connection(uint64_t id, unsigned to) {
+ChangeResult Engine::Impl::move_connection(uint64_t id, unsigned to,
+                                           std::chrono::milliseconds limit) {
     if (to >= shards_.size())
         return {false, fmt::format("no shard {}: the engine has {} (0 to {})", to, shards_.size(),
                                    shards_.size() - 1)};
@@ -20,7 +21,7 @@ ChangeResult Engine::Impl::move_connection(uint64_t id, unsigned to) {
     for (std::size_t i = 0; i < shards_.size() && !answer; ++i) {
         const std::size_t s = (home + i) % shards_.size();
         engine::Shard* shard = shards_[s].get();
-        if (!shard->call([&] { answer = shard->request_move(id, static_cast<int>(to)); }))
+        if (!shard->call([&] { answer = shard->request_move(id, static_cast<int>(to), limit); }))
             return {false, "the engine has stopped"};
     }
     if (!answer)
@@ -45,8 +46,9 @@ std::size_t Engine::Impl::rebalance() {
     return asked;
 }
 
-ChangeResult Engine::move_connection(uint64_t id, unsigned shard) {
-    return impl_->move_connection(id, shard);
+ChangeResult Engine::move_connection(uint64_t id, unsigned shard,
+                                     std::chrono::milliseconds give_up_after) {
+    return impl_->move_connection(id, shard, give_up_after);
 }
 std::size_t Engine::rebalance() {
     return impl_->rebalance();

@@ -87,7 +87,7 @@ public:
     ChangeResult close_connection(uint64_t id);
     std::size_t close_connections(std::string_view route, std::string_view member);
     // connection_moves.cpp
-    ChangeResult move_connection(uint64_t id, unsigned to);
+    ChangeResult move_connection(uint64_t id, unsigned to, std::chrono::milliseconds limit);
     std::size_t rebalance();
 
     // handoff.cpp

@@ -345,6 +345,7 @@ void Shard::begin_stop() {
     for (auto& listener : listeners_)
         listener->stop();
     connections_->directions().stop();
+    connections_->stop_moves();
     // Clients still waiting for room are refused: the engine takes no new connection.
     // Each is reset and closed as it is dropped (UnservedSocket).
     for (auto* routes : {&routes_, &retired_routes_}) {

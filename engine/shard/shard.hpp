@@ -116,9 +116,10 @@ public:
     void set_handover(bool on);
     // On the shard's thread only (through call()): moves between shards
     // (Engine::move_connection, rebalance; shard_moves.cpp). The connection with this
-    // id moves to shard `to` once it is quiet: nothing when this shard has none with
+    // id moves to shard `to` once it is quiet, or gives up after `limit`: nothing when
+    // this shard has none with
     // the id, else empty or why it cannot.
-    std::optional<std::string> request_move(uint64_t id, int to);
+    std::optional<std::string> request_move(uint64_t id, int to, std::chrono::milliseconds limit);
     // Up to `count` of its forwarding connections move to shard `to`: how many will.
     std::size_t request_moves(std::size_t count, int to);
 

@@ -15,12 +15,9 @@ Connections::CurrentRoute Shard::current_route() const {
     };
 }
 
-std::optional<std::string> Shard::request_move(uint64_t id, int to) {
-    std::optional<std::string> result = connections_->request_move(
-        id, to, stopping_ ? [](const ShardRoute&) { return false; } : current_route());
-    if (stopping_ && result)
-        return "the engine is stopping"; // draining: it ends here
-    return result;
+std::optional<std::string> Shard::request_move(uint64_t id, int to,
+                                               std::chrono::milliseconds limit) {
+    return connections_->request_move(id, to, limit, current_route());
 }
 
 std::size_t Shard::request_moves(std::size_t count, int to) {

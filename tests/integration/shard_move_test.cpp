@@ -206,12 +206,12 @@ TEST(ShardMove, AMoveThatCannotBeSaysWhy) {
 // nothing more while it delivers what it holds. Moved back and forth under that load,
 // both streams arrive whole, and the counts add up.
 TEST(ShardMove, AStreamMovedBackAndForthUnderTrafficBothWaysArrivesWhole) {
-    constexpr uint64_t kDown = 48 * kMiB;
-    constexpr uint64_t kUp = 24 * kMiB;
+    constexpr uint64_t kDown = 30 * kMiB;
+    constexpr uint64_t kUp = 15 * kMiB;
     ExchangePlan upstream_plan;
     upstream_plan.send_bytes = kDown;
     upstream_plan.send_seed = 41;
-    upstream_plan.read_bytes_per_sec = 6 * kMiB; // about 4 s of upload
+    upstream_plan.read_bytes_per_sec = 6 * kMiB; // about 2.5 s of upload
     ScriptedPeer peer{upstream_plan};
     auto observer = std::make_shared<RecordingObserver>();
     ProxyUnderTest proxy{{route_to(peer.endpoint())}, two_shards(observer)};
@@ -220,7 +220,7 @@ TEST(ShardMove, AStreamMovedBackAndForthUnderTrafficBothWaysArrivesWhole) {
     ExchangePlan client_plan;
     client_plan.send_bytes = kUp;
     client_plan.send_seed = 42;
-    client_plan.read_bytes_per_sec = 12 * kMiB; // about 4 s of download
+    client_plan.read_bytes_per_sec = 12 * kMiB; // about 2.5 s of download
     ExchangeResult mine;
     std::atomic<bool> done{false};
     std::thread client_thread([&] {
@@ -261,10 +261,11 @@ TEST(ShardMove, AStreamMovedBackAndForthUnderTrafficBothWaysArrivesWhole) {
     }
     client_thread.join();
     EXPECT_TRUE(BothWaysIntact(mine, client_plan, peer, upstream_plan, Deadline{30s}));
-    // Under way for about 4 s, a move 50 ms after the last is done; each waits for
+    // Under way for about 2.5 s, a move 50 ms after the last is done; each waits for
     // both directions to deliver what they hold at their readers' pace (a pipe, or
-    // copy buffers, of a MiB or two at 6 MiB/s: a few hundred ms at most).
-    EXPECT_GE(moves, 3u);
+    // copy buffers, of a MiB or two at 6 MiB/s: a few hundred ms at most). Here: 11 or
+    // 12 moves on the splice paths, 4 on copy.
+    EXPECT_GE(moves, 2u);
     std::printf("moved %u times under traffic\n", moves);
 
     ASSERT_TRUE(eventually([&] { return observer->closed().size() == 1; }, Deadline{5s}));
@@ -280,6 +281,43 @@ TEST(ShardMove, AStreamMovedBackAndForthUnderTrafficBothWaysArrivesWhole) {
     EXPECT_EQ(stats.moves_given_up, 0u);
     EXPECT_EQ(stats.bytes_to_upstream, kUp);
     EXPECT_EQ(stats.bytes_to_client, kDown);
+}
+
+// An upstream that reads nothing: the upload stays in the engine's pipe or buffers, so
+// the connection is never quiet. The move gives up at its limit and says so; the
+// connection stays where it was, and once the upstream reads, every byte arrives.
+TEST(ShardMove, AMoveGivesUpOnAConnectionThatNeverGoesQuiet) {
+    Listener upstream = listen_loopback(Family::Inet4);
+    ProxyUnderTest proxy{{route_to(upstream.endpoint())}, two_shards()};
+    UniqueFd client = connect_to(proxy.endpoint());
+    UniqueFd server = accept_one(upstream.fd(), Deadline{5s});
+    ASSERT_TRUE(server);
+    // More than the sockets' buffers take: the rest waits in the engine.
+    constexpr std::size_t kUpload = 16 * kMiB;
+    const std::vector<std::byte> upload = bytes(kUpload, 'x');
+    std::thread sender([&] { (void)send_all(client.get(), upload, Deadline{30s}); });
+    ASSERT_TRUE(eventually(
+        [&] {
+            std::vector<OpenConnection> open = proxy.engine().connections();
+            return open.size() == 1 && open[0].bytes_to_upstream > 0;
+        },
+        Deadline{5s}));
+    std::this_thread::sleep_for(200ms); // the upstream's buffers full, the engine's too
+    const OpenConnection before = proxy.engine().connections().at(0);
+
+    const ChangeResult asked = proxy.engine().move_connection(before.id, 1 - before.shard, 300ms);
+    ASSERT_TRUE(asked.ok) << asked.error;
+    EXPECT_TRUE(eventually([&] { return proxy.stats().moves_given_up == 1; }, Deadline{5s}));
+    std::optional<OpenConnection> after = find(proxy.engine(), before.id);
+    ASSERT_TRUE(after);
+    EXPECT_EQ(after->shard, before.shard);
+    EXPECT_EQ(proxy.stats().moved_out, 0u);
+
+    std::vector<std::byte> got(kUpload);
+    EXPECT_EQ(recv_all(server.get(), got, Deadline{30s}).status, IoStatus::Ok);
+    sender.join();
+    EXPECT_EQ(got, upload);
+    exchange_once(client.get(), server.get(), 10, 10); // and it goes on, both ways
 }
 
 TEST(ShardMove, RebalanceEvensOutTheShards) {

@@ -295,13 +295,15 @@ public:
     // no more meanwhile), its two sockets go to the other shard, which carries it on
     // where it stopped, with the same id and counts; its observer hears of it once, as
     // it ends. Returns once its shard has the request; the move follows (connections()
-    // shows the shard), or is given up after 5 s if the connection is never quiet
-    // (counted as moves_given_up). An error for an unknown id or shard, a connection not
-    // forwarding yet, or an engine that stops or hands its connections over.
-    ChangeResult move_connection(uint64_t id, unsigned shard);
+    // shows the shard), or is given up after `give_up_after` if the connection is never
+    // quiet (counted as moves_given_up). An error for an unknown id or shard, a
+    // connection not forwarding yet, or an engine that stops or hands its connections
+    // over.
+    ChangeResult move_connection(uint64_t id, unsigned shard,
+                                 std::chrono::milliseconds give_up_after = std::chrono::seconds{5});
     // Evens out the shards: moves the fewest open connections after which no shard
-    // holds more than one above another, each as move_connection() does. How many it
-    // asked to move.
+    // holds more than one above another, each as move_connection() does (with its
+    // default time limit). How many it asked to move.
     std::size_t rebalance();
 
     class Impl;

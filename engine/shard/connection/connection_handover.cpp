@@ -31,8 +31,9 @@ constexpr std::size_t kMaxPausing = 512;
 // more: each holds two plain fds (the ones installed for its slots, on direct
 // descriptors), which the fd limit did not count on; the sender passes 100 at a time.
 constexpr std::size_t kMaxQueued = 1024;
-// A move between shards that found its connection never quiet for this long gives up.
-constexpr std::chrono::seconds kMoveLimit{5};
+// A move of rebalance's that found its connection never quiet for this long gives up
+// (Engine::move_connection's default too).
+constexpr std::chrono::seconds kDefaultMoveLimit{5};
 // A direction held for a pause reads again once nothing of its connection has moved for
 // this long, and none of the connection holds for as long (Connection::holding_since):
 // the other direction's destination may be a peer that reads only once it has written
@@ -82,11 +83,12 @@ void Connections::pause_leaving_connections() {
         Connection* conn = table_.find(move.slot, move.generation);
         if (conn == nullptr || conn->phase == Phase::Closing || conn->move_to < 0)
             continue; // closed meanwhile, or moved
-        if (conn->handover == HandoverStep::None && shard_.now >= conn->move_deadline) {
-            // Never quiet in time (its destination reads slowly, or it streams without
-            // a pause on the copy path): it stays, and its directions read as before.
-            shard_.log.debug("connection {}: not moved to shard {}: never quiet", conn->record.id,
-                             conn->move_to);
+        if (conn->handover == HandoverStep::None &&
+            (moves_off_ || shard_.now >= conn->move_deadline)) {
+            // Never quiet in time (its destination never reads), or the engine stops:
+            // it stays, and its directions read as before.
+            shard_.log.debug("connection {}: not moved to shard {}: {}", conn->record.id,
+                             conn->move_to, moves_off_ ? "the engine stops" : "never quiet");
             conn->move_to = -1;
             conn->leaving = detached_ != nullptr;
             bump(shard_.io.counters().moves_given_up);
@@ -118,6 +120,7 @@ void Connections::pause_if_quiet(Connection& conn) {
 }
 
 std::optional<std::string> Connections::request_move(uint64_t id, int to,
+                                                     std::chrono::milliseconds limit,
                                                      const CurrentRoute& current) {
     Connection* found = nullptr;
     table_.for_each_active([&](Connection& conn) {
@@ -130,20 +133,29 @@ std::optional<std::string> Connections::request_move(uint64_t id, int to,
         return fmt::format("it is on shard {} already", to);
     if (found->phase != Phase::Forwarding)
         return "it is not forwarding yet (still inspecting or connecting)";
-    return start_move(*found, to, current);
+    return start_move(*found, to, limit, current);
 }
 
 std::size_t Connections::request_moves(std::size_t count, int to, const CurrentRoute& current) {
     std::size_t asked = 0;
     table_.for_each_active([&](Connection& conn) {
         if (asked < count && conn.phase == Phase::Forwarding && conn.move_to < 0 &&
-            start_move(conn, to, current).empty())
+            start_move(conn, to, kDefaultMoveLimit, current).empty())
             ++asked;
     });
     return asked;
 }
 
-std::string Connections::start_move(Connection& conn, int to, const CurrentRoute& current) {
+void Connections::stop_moves() {
+    moves_off_ = true;
+    if (!moves_.empty())
+        pause_leaving_connections(); // gives up those not being paused yet
+}
+
+std::string Connections::start_move(Connection& conn, int to, std::chrono::milliseconds limit,
+                                    const CurrentRoute& current) {
+    if (moves_off_)
+        return "the engine is stopping";
     if (detached_ != nullptr)
         return "the engine is handing its connections over to a successor";
     if (conn.move_to >= 0)
@@ -155,7 +167,7 @@ std::string Connections::start_move(Connection& conn, int to, const CurrentRoute
     if (!current(*conn.route))
         return "its route was replaced by a reconfiguration";
     conn.move_to = to;
-    conn.move_deadline = shard_.now + kMoveLimit;
+    conn.move_deadline = shard_.now + limit;
     moves_.push_back({conn.slot, conn.generation});
     pause_if_quiet(conn); // an idle one moves at once
     return {};

@@ -19,6 +19,7 @@
 #include "uringfwd/handover.hpp"
 #include "uringfwd/runtime.hpp"
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <optional>
@@ -96,15 +97,19 @@ public:
     bool handing_over() const { return detached_ != nullptr; }
 
     // Moves between shards (Engine::move_connection), the same steps: the connection
-    // with this id moves to shard `to` once it is quiet, within a few seconds or not at
-    // all. Empty, or why it cannot. `current` tells whether a route is one of the
-    // shard's current table (the other shard has the same).
+    // with this id moves to shard `to` once it is quiet, within `limit` or not at all
+    // (request_moves: kDefaultMoveLimit). Empty, or why it cannot. `current` tells whether a route
+    // is one of the shard's current table (the other shard has the same).
     using CurrentRoute = std::function<bool(const ShardRoute&)>;
     // Nothing when no connection of this shard has the id.
-    std::optional<std::string> request_move(uint64_t id, int to, const CurrentRoute& current);
+    std::optional<std::string> request_move(uint64_t id, int to, std::chrono::milliseconds limit,
+                                            const CurrentRoute& current);
     // Up to `count` forwarding connections not moving yet move to `to`: how many were
     // asked to.
     std::size_t request_moves(std::size_t count, int to, const CurrentRoute& current);
+    // The shard stops: moves not yet pausing give up (the shard they would go to may
+    // end before it takes them), and none is taken from now on.
+    void stop_moves();
 
     // Connections are leaving (a hand-over, moves): the shard looks at them again
     // every few tens of milliseconds even when nothing else completes (LeaveTick).
@@ -159,7 +164,8 @@ private:
     void call_off_pause(Connection& conn);
     // Copy directions held for a pause that will not come read again.
     void resume_held(Connection& conn);
-    std::string start_move(Connection& conn, int to, const CurrentRoute& current);
+    std::string start_move(Connection& conn, int to, std::chrono::milliseconds limit,
+                           const CurrentRoute& current);
     // A completion of a connection being paused: true when it is the pause's own (a
     // cancelled read, a cancel, an fd installed); false when the data path must see it
     // (it moved after all: the pause is called off).
@@ -201,6 +207,7 @@ private:
         uint32_t generation;
     };
     std::vector<PendingMove> moves_;
+    bool moves_off_ = false; // stop_moves()
     LogThrottle table_full_log_;
     LogThrottle socket_control_log_;
 };
