@@ -7,6 +7,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdint>
+
 namespace uringfwd {
 
 ChangeResult Engine::Impl::move_connection(uint64_t id, unsigned to,
@@ -44,6 +47,23 @@ std::size_t Engine::Impl::rebalance() {
     if (asked > 0)
         log_.info("rebalance: moving {} between shards", engine::count_of(asked, "connection"));
     return asked;
+}
+
+void Engine::Impl::start_rebalancer() {
+    const std::size_t above = config_.rebalance_above;
+    if (above == 0 || shards_.size() < 2)
+        return;
+    rebalancer_ = std::make_unique<engine::PeriodicThread>(std::chrono::seconds{1}, [this, above] {
+        std::size_t most = 0;
+        std::size_t least = SIZE_MAX;
+        for (const auto& shard : shards_) {
+            const std::size_t open = shard->counters().active.load(std::memory_order_acquire);
+            most = std::max(most, open);
+            least = std::min(least, open);
+        }
+        if (most - least > above && !stopping_.load())
+            rebalance();
+    });
 }
 
 ChangeResult Engine::move_connection(uint64_t id, unsigned shard,

@@ -115,6 +115,7 @@ void Engine::Impl::launch() {
     }
     shards_made_.store(true, std::memory_order_release);
     warn_about_fd_room();
+    start_rebalancer();
 }
 
 engine::ListenerSetup Engine::Impl::listener_setup(std::size_t shard, std::size_t l, int cpu,
@@ -215,6 +216,8 @@ std::vector<RouteInfo> Engine::Impl::route_infos() const {
 
 void Engine::Impl::stop(std::optional<std::chrono::milliseconds> drain) {
     stopping_.store(true);
+    if (rebalancer_)
+        rebalancer_->stop(); // joined in wait()
     for (auto& shard : shards_)
         shard->request_stop(drain.value_or(config_.drain_timeout));
 }
@@ -223,6 +226,9 @@ void Engine::Impl::wait() {
     for (std::thread& t : threads_)
         if (t.joinable())
             t.join();
+    // stop() has told it to stop; its rebalance() calls into shards that have ended
+    // find them ended (Shard::call), and its thread must be gone before they are.
+    rebalancer_.reset();
     // Before plan_mu_ is taken: a refresh in progress takes it too.
     if (names_)
         names_->stop();

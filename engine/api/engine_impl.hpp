@@ -10,6 +10,7 @@
 #include "routing/route_table.hpp"
 #include "shard/shard.hpp"
 #include "support/logger.hpp"
+#include "support/periodic_thread.hpp"
 #include "uringfwd/numa_topology.hpp"
 
 #include <atomic>
@@ -89,6 +90,8 @@ public:
     // connection_moves.cpp
     ChangeResult move_connection(uint64_t id, unsigned to, std::chrono::milliseconds limit);
     std::size_t rebalance();
+    // rebalance_above: starts the thread that rebalances when the shards drift apart.
+    void start_rebalancer();
 
     // handoff.cpp
     std::error_code hand_over(int client_fd, int upstream_fd, std::string_view route,
@@ -214,6 +217,8 @@ private:
     EngineConfig current_;
     // Connections detached for an upgrade's hand-over, on their way to take_detached().
     std::shared_ptr<engine::DetachedQueue> detached_ = std::make_shared<engine::DetachedQueue>();
+    // rebalance_above: evens the shards out once a second (connection_moves.cpp).
+    std::unique_ptr<engine::PeriodicThread> rebalancer_;
     // Looks pool host names up again; declared last, so it stops before the rest goes.
     std::unique_ptr<engine::NameRefresher> names_;
     // Guards routes_ and listeners_ once running: reconfigure() changes them while

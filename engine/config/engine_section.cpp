@@ -149,6 +149,8 @@ void read_engine_section(const toml::table& table, const TopologyReader& read_to
         config.experimental.bulk_park = std::chrono::duration_cast<milliseconds>(*v);
     if (const auto v = reader.duration("drain_timeout", 0us, microseconds{24h}))
         config.drain_timeout = std::chrono::duration_cast<milliseconds>(*v);
+    if (const auto v = reader.integer("rebalance_above", 0, 1 << 30))
+        config.rebalance_above = static_cast<std::size_t>(*v);
     if (const auto v = reader.string("upgrade_socket")) {
         if (!is_upgrade_socket_path(*v))
             reader.error(line_of(*reader.get("upgrade_socket")),

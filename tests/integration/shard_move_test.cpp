@@ -363,5 +363,48 @@ TEST(ShardMove, RebalanceEvensOutTheShards) {
     }
 }
 
+// rebalance_above: nobody asks, and the engine evens out shards that drifted apart by
+// more than that (here, every connection moved to shard 0).
+TEST(ShardMove, RebalanceAboveEvensOutTheShardsOnItsOwn) {
+    EchoServer echo;
+    ProxyUnderTest proxy{{route_to(echo.endpoint())}, [](EngineConfig& c) {
+                             c.placement.shards = 2;
+                             c.rebalance_above = 3;
+                         }};
+    constexpr std::size_t kConnections = 10;
+    std::vector<UniqueFd> clients;
+    for (std::size_t i = 0; i < kConnections; ++i) {
+        clients.push_back(connect_to(proxy.endpoint()));
+        std::vector<std::byte> ping = bytes(10, 'r');
+        ASSERT_EQ(send_all(clients.back().get(), ping, Deadline{5s}).status, IoStatus::Ok);
+        ASSERT_EQ(recv_all(clients.back().get(), ping, Deadline{5s}).status, IoStatus::Ok);
+    }
+    ASSERT_TRUE(eventually([&] { return proxy.engine().connections().size() == kConnections; },
+                           Deadline{5s}));
+    std::size_t to_zero = 0;
+    for (const OpenConnection& c : proxy.engine().connections())
+        if (c.shard != 0 && proxy.engine().move_connection(c.id, 0).ok)
+            ++to_zero;
+    // Once those moves are in, all 10 are on shard 0, and only the rebalancer moves any
+    // back: at least 5 of them before the shards are even (0 or 1 apart), within a few
+    // of its one-second looks.
+    auto spread = [&] {
+        std::size_t on0 = 0;
+        std::vector<OpenConnection> open = proxy.engine().connections();
+        for (const OpenConnection& c : open)
+            on0 += c.shard == 0 ? 1 : 0;
+        const std::size_t on1 = open.size() - on0;
+        return on0 > on1 ? on0 - on1 : on1 - on0;
+    };
+    EXPECT_TRUE(eventually([&] { return proxy.stats().moved_in >= to_zero + 5 && spread() <= 1; },
+                           Deadline{10s}))
+        << "spread " << spread() << ", moved " << proxy.stats().moved_in;
+    for (std::size_t i = 0; i < kConnections; ++i) {
+        std::vector<std::byte> ping = bytes(50, 'z');
+        ASSERT_EQ(send_all(clients[i].get(), ping, Deadline{5s}).status, IoStatus::Ok);
+        ASSERT_EQ(recv_all(clients[i].get(), ping, Deadline{5s}).status, IoStatus::Ok);
+    }
+}
+
 } // namespace
 } // namespace uringfwd::test

@@ -68,6 +68,7 @@ busy_poll = "50us"
 bulk_coalesce = "400us"
 bulk_park = "20ms"
 drain_timeout = "2m"
+rebalance_above = 16
 upgrade_socket = "/run/uring-fwd/upgrade.sock"
 handover = "listeners"
 control = "/run/uring-fwd/control.sock"
@@ -134,6 +135,7 @@ listen = ":5432"
     EXPECT_EQ(c.splice.bulk_coalesce, 400us);
     EXPECT_EQ(c.experimental.bulk_park, 20ms);
     EXPECT_EQ(c.drain_timeout, 2min);
+    EXPECT_EQ(c.rebalance_above, 16u);
     EXPECT_EQ(c.log_level, LogLevel::Debug);
     EXPECT_EQ(result.operations.upgrade_socket, "/run/uring-fwd/upgrade.sock");
     EXPECT_EQ(result.operations.handover, UpgradeHandover::Listeners);
@@ -210,6 +212,7 @@ TEST(ConfigFile, NoEngineTableKeepsEngineDefaults) {
     EXPECT_EQ(c.copy.bulk_buffers, defaults.copy.bulk_buffers);
     EXPECT_EQ(c.copy.bulk_buffer_size, defaults.copy.bulk_buffer_size);
     EXPECT_EQ(c.drain_timeout, defaults.drain_timeout);
+    EXPECT_EQ(c.rebalance_above, 0u); // off
     EXPECT_EQ(c.log_level, defaults.log_level);
 }
 
@@ -489,6 +492,8 @@ const ErrorCase kErrorCases[] = {
      {"t.toml:2: [engine] direct_descriptors must be auto, on or off, not \"yes\""}},
     {"DirectTableSizeTooLarge", engine("direct_table_size = 2000000\n"),
      {"t.toml:2: [engine] direct_table_size must be 0..1048576, not 2000000"}},
+    {"RebalanceAboveNegative", engine("rebalance_above = -1\n"),
+     {"t.toml:2: [engine] rebalance_above must be 0..1073741824, not -1"}},
     {"MaxPipesZero", engine("max_pipes = 0\n"),
      {"t.toml:2: [engine] max_pipes must be 1..1048576, not 0"}},
     {"PipeSizeTooSmall", engine("pipe_size = 100\n"),

@@ -92,6 +92,11 @@ struct EngineConfig {
     // On stop(), connections still open after this long are reset.
     std::chrono::milliseconds drain_timeout{30000};
 
+    // Automatic rebalancing (docs/handover.md "Between shards"): once a second, when the
+    // busiest shard holds more than this many connections above the least busy one,
+    // Engine::rebalance() evens them out. 0: off (rebalance() on request only).
+    std::size_t rebalance_above = 0;
+
     DataPath data_path = DataPath::Auto;
 
     // Sees every connection open and close (see observer.hpp); null: nobody, and the
