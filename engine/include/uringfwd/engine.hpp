@@ -279,7 +279,8 @@ public:
     // configuration's order.
     std::vector<MemberInfo> members(std::string_view route = {}) const;
     // The open connections, gathered on each shard's own thread, shard by shard; one
-    // shard's are a snapshot of one moment. The filter's member is named as above
+    // shard's are a snapshot of one moment (a connection on its way from one shard to
+    // another, move_connection(), may be in neither). The filter's member is named as above
     // (with its route). Empty once the engine has stopped.
     std::vector<OpenConnection> connections(const ConnectionFilter& filter = {}) const;
     // Resets both sides of the connection (RST: SO_LINGER 0), counted as closed_admin;
