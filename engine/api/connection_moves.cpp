@@ -35,9 +35,26 @@ ChangeResult Engine::Impl::move_connection(uint64_t id, unsigned to,
 }
 
 std::size_t Engine::Impl::rebalance() {
-    std::vector<std::size_t> open;
-    for (const auto& shard : shards_)
-        open.push_back(shard->counters().active.load(std::memory_order_acquire));
+    return rebalance_if([](const std::vector<std::size_t>&, std::size_t) { return true; });
+}
+
+std::size_t Engine::Impl::rebalance_if(
+    const std::function<bool(const std::vector<std::size_t>&, std::size_t)>& worth_it) {
+    // Planned on what stays where it is: one asked to move already counts on neither
+    // shard (it is the other's soon), so a second look does not move it twice over.
+    std::vector<std::size_t> open(shards_.size(), 0);
+    std::size_t pending = 0;
+    for (std::size_t i = 0; i < shards_.size(); ++i) {
+        engine::Shard* shard = shards_[i].get();
+        (void)shard->call([&] {
+            open[i] = shard->staying();
+            pending += shard->leaving();
+        });
+    }
+    const EngineStats totals = stats();
+    pending += totals.moved_out - std::min(totals.moved_out, totals.moved_in); // in a mailbox
+    if (!worth_it(open, pending))
+        return 0;
     std::size_t asked = 0;
     for (const engine::ShardMove& move : engine::plan_rebalance(open)) {
         engine::Shard* from = shards_[move.from].get();
@@ -54,15 +71,13 @@ void Engine::Impl::start_rebalancer() {
     if (above == 0 || shards_.size() < 2)
         return;
     rebalancer_ = std::make_unique<engine::PeriodicThread>(std::chrono::seconds{1}, [this, above] {
-        std::size_t most = 0;
-        std::size_t least = SIZE_MAX;
-        for (const auto& shard : shards_) {
-            const std::size_t open = shard->counters().active.load(std::memory_order_acquire);
-            most = std::max(most, open);
-            least = std::min(least, open);
-        }
-        if (most - least > above && !stopping_.load())
-            rebalance();
+        if (stopping_.load())
+            return;
+        // Moves still under way (a busy stream may take seconds to rest): the next look.
+        (void)rebalance_if([above](const std::vector<std::size_t>& open, std::size_t pending) {
+            const auto [least, most] = std::minmax_element(open.begin(), open.end());
+            return pending == 0 && *most - *least > above;
+        });
     });
 }
 

@@ -227,8 +227,9 @@ void Engine::Impl::wait() {
         if (t.joinable())
             t.join();
     // stop() has told it to stop; its rebalance() calls into shards that have ended
-    // find them ended (Shard::call), and its thread must be gone before they are.
-    rebalancer_.reset();
+    // find them ended (Shard::call). The object stays (a stop() may still read it).
+    if (rebalancer_)
+        rebalancer_->join();
     // Before plan_mu_ is taken: a refresh in progress takes it too.
     if (names_)
         names_->stop();

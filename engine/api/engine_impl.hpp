@@ -90,6 +90,10 @@ public:
     // connection_moves.cpp
     ChangeResult move_connection(uint64_t id, unsigned to, std::chrono::milliseconds limit);
     std::size_t rebalance();
+    // Plans on each shard's connections not moving already; rebalances when
+    // worth_it(those, moves under way) says so.
+    std::size_t
+    rebalance_if(const std::function<bool(const std::vector<std::size_t>&, std::size_t)>& worth_it);
     // rebalance_above: starts the thread that rebalances when the shards drift apart.
     void start_rebalancer();
 

@@ -122,6 +122,10 @@ public:
     std::optional<std::string> request_move(uint64_t id, int to, std::chrono::milliseconds limit);
     // Up to `count` of its forwarding connections move to shard `to`: how many will.
     std::size_t request_moves(std::size_t count, int to);
+    // On the shard's thread: its open connections not asked to move yet, and those
+    // that are.
+    std::size_t staying() const { return connections_->active() - connections_->pending_moves(); }
+    std::size_t leaving() const { return connections_->pending_moves(); }
 
     // On the shard's thread only: while held, a stopping shard with no connection left
     // does not end either (Engine::end_handover brings detached ones back to it).
@@ -209,6 +213,12 @@ private:
     // connection detached to move to shard `to` goes there.
     Connections::CurrentRoute current_route() const;
     void send_moved(DetachedConnection&& conn, Resumed::SameEngine&& same, int to);
+    // A connection moved here (take_handoff): it was open all along, so it does not
+    // wait at its route's limit; it brings the unit it held there. `route`: this
+    // shard's of its name, null when a reload removed it meanwhile.
+    void take_moved(Handoff& handoff, ShardRoute* route);
+    // The socket budget's units of a connection handed over (shard_handoff.cpp).
+    SocketUnits take_handoff_units(const Handoff& handoff);
     // The route has no room for another client: its listeners hold off accepting and
     // the shard waits for room at its limit.
     void hold(ShardRoute& route);

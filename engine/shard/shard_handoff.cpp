@@ -63,6 +63,10 @@ void Shard::take_handoff(Handoff& handoff) {
     for (auto& each : routes_)
         if (each->route.name == handoff.route)
             route = each.get();
+    if (handoff.resumed && handoff.resumed->moved) {
+        take_moved(handoff, route); // from another shard of this engine
+        return;
+    }
     if (route == nullptr) {
         // The route went away in a reconfiguration after forward() checked it.
         log_.warn("a connection handed over for route \"{}\" has no route to go to; "
@@ -76,9 +80,7 @@ void Shard::take_handoff(Handoff& handoff) {
     // engine opens goes into a slot with direct descriptors. An adopted pair goes into
     // slots with direct descriptors (Connections::move_into_slots): a slot's unit then,
     // and none of the fd limit's, which bounds the ones on their way in only.
-    const bool into_slots = handoff.resumed && direct_;
-    SocketUnits units = take_units(/*plain_fd=*/!into_slots,
-                                   /*slot=*/into_slots || !handoff.upstream.valid());
+    SocketUnits units = take_handoff_units(handoff);
     // No TCP_NODELAY to set: the caller's thread has set it already
     // (api/handoff.cpp prepare_socket).
     const bool carried_on_while_stopping = stopping_ && handoff.resumed;
@@ -89,6 +91,12 @@ void Shard::take_handoff(Handoff& handoff) {
                    .resumed = std::move(handoff.resumed)});
     if (carried_on_while_stopping)
         keep_drain_deadline();
+}
+
+SocketUnits Shard::take_handoff_units(const Handoff& handoff) {
+    const bool into_slots = handoff.resumed && direct_;
+    return take_units(/*plain_fd=*/!into_slots,
+                      /*slot=*/into_slots || !handoff.upstream.valid());
 }
 
 void Shard::set_handover(bool on) {

@@ -26,6 +26,34 @@ std::size_t Shard::request_moves(std::size_t count, int to) {
     return connections_->request_moves(count, to, current_route());
 }
 
+void Shard::take_moved(Handoff& handoff, ShardRoute* route) {
+    Resumed::SameEngine& same = *handoff.resumed->moved;
+    // The unit of the route's limit it held stays counted when this shard's route
+    // shares the limit (the same table, or a reload's successor of it); else it goes
+    // back, and the connection comes in uncounted as one carried on from elsewhere.
+    const bool counted = same.route_limit && route && route->route.limit == same.route_limit;
+    if (same.route_limit && !counted)
+        setup_.doorbells->give_back(*same.route_limit, static_cast<std::size_t>(setup_.index));
+    if (route == nullptr) {
+        if (same.sources)
+            same.sources->release(same.source_hold);
+        log_.warn("connection {}: moved here for route \"{}\", which a reload removed "
+                  "meanwhile; resetting it",
+                  same.id, handoff.route);
+        return;
+    }
+    const SocketUnits units = take_handoff_units(handoff);
+    const bool while_stopping = stopping_;
+    open(*route,
+         WaitingClient{.client = std::move(handoff.client),
+                       .upstream = std::move(handoff.upstream),
+                       .units = units,
+                       .resumed = std::move(handoff.resumed)},
+         counted);
+    if (while_stopping)
+        keep_drain_deadline();
+}
+
 void Shard::send_moved(DetachedConnection&& conn, Resumed::SameEngine&& same, int to) {
     Handoff handoff{
         .client = UnservedSocket::plain(conn.client_fd()),

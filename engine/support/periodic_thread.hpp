@@ -17,13 +17,18 @@ public:
         : interval_(interval), task_(std::move(task)), thread_([this] { loop(); }) {}
     ~PeriodicThread() {
         stop();
-        if (thread_.joinable())
-            thread_.join();
+        join();
     }
     PeriodicThread(const PeriodicThread&) = delete;
     PeriodicThread& operator=(const PeriodicThread&) = delete;
 
-    // Thread-safe; returns at once (the destructor joins).
+    // Waits for the thread to end (after stop()); from one thread at a time.
+    void join() {
+        if (thread_.joinable())
+            thread_.join();
+    }
+
+    // Thread-safe; returns at once (join() or the destructor waits).
     void stop() {
         {
             std::lock_guard lock(mu_);

@@ -328,6 +328,36 @@ TEST(ShardMove, AMoveGivesUpOnAConnectionThatNeverGoesQuiet) {
     exchange_once(client.get(), server.get(), 10, 10); // and it goes on, both ways
 }
 
+// A route at its max_connections (a third client waits in the backlog): a connection
+// that moves takes its unit of the limit along and goes on at once on the other shard,
+// rather than waiting for room like a new client; the waiting one still waits.
+TEST(ShardMove, AConnectionOfAFullRouteMovesWithItsUnitOfTheLimit) {
+    EchoServer echo;
+    RouteConfig r = route_to(echo.endpoint());
+    r.max_connections = 2;
+    ProxyUnderTest proxy{{r}, two_shards()};
+    auto echoes = [](int fd, char fill) {
+        std::vector<std::byte> ping = bytes(64, fill);
+        std::vector<std::byte> back(ping.size());
+        return send_all(fd, ping, Deadline{5s}).status == IoStatus::Ok &&
+               recv_all(fd, back, Deadline{5s}).status == IoStatus::Ok && back == ping;
+    };
+    UniqueFd a = connect_to(proxy.endpoint());
+    UniqueFd b = connect_to(proxy.endpoint());
+    ASSERT_TRUE(echoes(a.get(), 'a'));
+    ASSERT_TRUE(echoes(b.get(), 'b'));
+    UniqueFd waiting = connect_to(proxy.endpoint()); // in the backlog: the route is full
+    std::vector<OpenConnection> open = proxy.engine().connections();
+    ASSERT_EQ(open.size(), 2u);
+    for (const OpenConnection& c : open)
+        ASSERT_TRUE(moves_to(proxy.engine(), c.id, 1 - c.shard));
+    EXPECT_TRUE(echoes(a.get(), 'c'));
+    EXPECT_TRUE(echoes(b.get(), 'd'));
+    EXPECT_EQ(proxy.engine().connections().size(), 2u); // the third still waits
+    a.reset();                                          // room: the waiting client comes in
+    EXPECT_TRUE(echoes(waiting.get(), 'e'));
+}
+
 TEST(ShardMove, RebalanceEvensOutTheShards) {
     EchoServer echo;
     ProxyUnderTest proxy{{route_to(echo.endpoint())}, two_shards()};

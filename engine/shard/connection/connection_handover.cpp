@@ -71,9 +71,16 @@ void Connections::call_off_pause(Connection& conn) {
 }
 
 void Connections::pause_leaving_connections() {
-    if (detached_ != nullptr && detached_->size() < kMaxQueued) {
-        // Else the next batch taken wakes no shard: after_batch() looks again.
-        table_.for_each_active([this](Connection& conn) { pause_if_quiet(conn); });
+    if (detached_ != nullptr) {
+        // With the queue full no more pause (the next batch taken wakes every shard:
+        // after_batch() looks again), but a hold still lets go in time.
+        const bool room = detached_->size() < kMaxQueued;
+        table_.for_each_active([this, room](Connection& conn) {
+            if (room)
+                pause_if_quiet(conn);
+            else
+                let_go_of_a_long_hold(conn);
+        });
     }
     if (moves_.empty())
         return;
@@ -109,12 +116,18 @@ void Connections::pause_if_quiet(Connection& conn) {
         pause(conn);
         return;
     }
+    let_go_of_a_long_hold(conn);
+}
+
+void Connections::let_go_of_a_long_hold(Connection& conn) {
     // A hold waits for the other direction to deliver what it holds: let go of it only
     // once nothing has moved for kHoldLimit (a slow reader is still a reader).
-    if (conn.holding_since != std::chrono::steady_clock::time_point{} &&
+    if (conn.phase == Phase::Forwarding && conn.handover == HandoverStep::None &&
+        conn.holding_since != std::chrono::steady_clock::time_point{} &&
         shard_.now - std::max(conn.holding_since, conn.last_active) >= kHoldLimit) {
-        resume_held(conn); // the other direction did not get quiet: let this one flow
+        // Set first: a copy direction let go decides at once whether to hold again.
         conn.hold_again_at = shard_.now + kHoldLimit;
+        resume_held(conn); // the other direction did not get quiet: let this one flow
         settle(conn);
     }
 }
@@ -150,6 +163,17 @@ void Connections::stop_moves() {
     moves_off_ = true;
     if (!moves_.empty())
         pause_leaving_connections(); // gives up those not being paused yet
+    // Those being paused stay here too: the shard they would go to may end before it
+    // takes them (advance_handover() calls the pause off once it has nowhere to go).
+    table_.for_each_active([this](Connection& conn) {
+        if (conn.move_to >= 0 && conn.pausing()) {
+            conn.move_to = -1;
+            conn.leaving = detached_ != nullptr;
+            bump(shard_.io.counters().moves_given_up);
+            advance_handover(conn);
+            settle(conn);
+        }
+    });
 }
 
 std::string Connections::start_move(Connection& conn, int to, std::chrono::milliseconds limit,
@@ -257,6 +281,14 @@ void Connections::resume_held(Connection& conn) {
 void Connections::advance_handover(Connection& conn) {
     if (!conn.pausing() || conn.phase != Phase::Forwarding || !conn.in_flight.idle())
         return;
+    if (conn.move_to < 0 && detached_ == nullptr) {
+        // Nowhere to go any more (a move given up as the engine stops): it stays.
+        conn.leaving = false;
+        --pausing_;
+        conn.handover = HandoverStep::None;
+        resume_paused(conn);
+        return;
+    }
     if (conn.handover == HandoverStep::Pausing) {
         // A slot is no fd: the ring installs one for it (IORING_OP_FIXED_FD_INSTALL,
         // docs/kernel.md §11), which SCM_RIGHTS can pass.
@@ -308,6 +340,14 @@ void Connections::resume(Connection& conn, const Resumed& from) {
         conn.has_addresses = same.has_addresses;
         conn.client_sa = same.client_sa;
         conn.local_sa = same.local_sa;
+        if (same.sources) {
+            if (conn.route->table->sources == same.sources) {
+                conn.source_hold = same.source_hold; // counted on, by this connection
+            } else {
+                SourceTable::Hold hold = same.source_hold; // a table of its own here
+                same.sources->release(hold);
+            }
+        }
     }
     ShardRoute& r = *conn.route;
     for (std::size_t m = 0; m < r.route.members.size(); ++m) {
@@ -361,20 +401,29 @@ void Connections::detach(Connection& conn) {
     conn.handover = HandoverStep::None;
     conn.paused[0] = conn.paused[1] = false;
     std::optional<Resumed::SameEngine> same;
+    if (conn.move_to >= 0 && detached_ != nullptr) {
+        // A hand-over began while it waited to move: it goes to the successor, with
+        // the rest (the other shard would only have to hand it over in turn).
+        conn.move_to = -1;
+    }
     if (conn.move_to >= 0) {
         // To another shard of this engine: the same connection to the application,
         // which hears nothing of the move (finalize() neither reports nor counts it).
         // Its addresses are read while its sockets still have their fds here.
         fill_endpoints(conn);
-        same = Resumed::SameEngine{.id = conn.record.id,
-                                   .observed = conn.record.observed,
-                                   .endpoints_filled = conn.record.endpoints_filled,
-                                   .client_address = conn.record.client_address,
-                                   .local_address = conn.record.local_address,
-                                   .upstream_address = upstream_endpoint(conn),
-                                   .has_addresses = conn.has_addresses,
-                                   .client_sa = conn.client_sa,
-                                   .local_sa = conn.local_sa};
+        same = Resumed::SameEngine{
+            .id = conn.record.id,
+            .observed = conn.record.observed,
+            .endpoints_filled = conn.record.endpoints_filled,
+            .client_address = conn.record.client_address,
+            .local_address = conn.record.local_address,
+            .upstream_address = upstream_endpoint(conn),
+            .has_addresses = conn.has_addresses,
+            .client_sa = conn.client_sa,
+            .local_sa = conn.local_sa,
+            .route_limit = conn.route_counted ? conn.route->route.limit : nullptr,
+            .sources = conn.source_hold.held() ? conn.route->table->sources : nullptr,
+            .source_hold = conn.source_hold};
     }
     DetachedConnection out(conn.client.take_fd(), conn.upstream.take_fd());
     out.route = conn.route->route.name;

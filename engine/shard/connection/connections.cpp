@@ -309,9 +309,11 @@ void Connections::finalize(Connection& conn) {
     }
     ShardRoute& r = *conn.route;
     connector_.release_member(conn);
-    SourceGate::release(conn);
+    // A moved one's unit of the route's limit and its per-source entry went with it.
+    if (!moved)
+        SourceGate::release(conn);
     --r.active;
-    if (conn.route_counted)
+    if (conn.route_counted && !moved)
         shard_.doorbells->give_back(*r.route.limit, static_cast<std::size_t>(shard_.shard_index));
     ShardCounters& counters = shard_.io.counters();
     if (moved) {

@@ -110,6 +110,8 @@ public:
     // The shard stops: moves not yet pausing give up (the shard they would go to may
     // end before it takes them), and none is taken from now on.
     void stop_moves();
+    // Connections asked to move and not gone yet.
+    std::size_t pending_moves() const { return moves_.size(); }
 
     // Connections are leaving (a hand-over, moves): the shard looks at them again
     // every few tens of milliseconds even when nothing else completes (LeaveTick).
@@ -159,6 +161,8 @@ private:
     void pause_leaving_connections();
     // Marks a forwarding connection as leaving and pauses it if it is quiet.
     void pause_if_quiet(Connection& conn);
+    // A hold that has not led to the pause while nothing moved for kHoldLimit lets go.
+    void let_go_of_a_long_hold(Connection& conn);
     bool quiet(const Connection& conn) const;
     void pause(Connection& conn);
     void call_off_pause(Connection& conn);

@@ -3,10 +3,13 @@
 #pragma once
 
 #include "net/socket_address.hpp"
+#include "routing/shared_limit.hpp"
+#include "routing/source_limits.hpp"
 #include "uringfwd/endpoint.hpp"
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -32,6 +35,12 @@ struct Resumed {
         bool has_addresses = false;
         SocketAddress client_sa;
         SocketAddress local_sa;
+        // What it holds of engine-wide limits goes with it (it was open all along): a
+        // unit of its route's connection limit (null: none), and its entry of the
+        // per-source table `sources` (max_connections_per_source).
+        std::shared_ptr<SharedLimit> route_limit;
+        std::shared_ptr<SourceTable> sources;
+        SourceTable::Hold source_hold{};
     };
     std::optional<SameEngine> moved{};
 };
