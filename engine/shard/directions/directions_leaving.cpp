@@ -1,0 +1,78 @@
+// A connection leaving its shard (an upgrade's hand-over, a move between shards;
+// docs/handover.md): when a direction is quiet, and when one that has delivered all it
+// held waits for the pause instead of reading again (Direction::held).
+#include "shard/directions/directions.hpp"
+
+namespace uringfwd::engine {
+
+bool Directions::quiet(const Connection& conn, Side side) {
+    const Direction& dir = conn.dir(side);
+    if (dir.parked || dir.pipe || conn.cancelling[static_cast<int>(side)])
+        return false;
+    switch (dir.state) {
+    case DirState::Done:
+    case DirState::PollingIn:
+        return true;
+    case DirState::Copying:
+        // Its receive in flight, or held: nothing held, nothing sent, no switch pending.
+        return (dir.receiving || dir.held) && !dir.sending && dir.chunk_count == 0 &&
+               !dir.waiting_buffer && !dir.to_splice && !dir.source_ended;
+    case DirState::Idle:
+    case DirState::WaitingPipe:
+    case DirState::WaitingFd:
+    case DirState::Coalescing:
+    case DirState::Splicing:
+    case DirState::PollingOut:
+    case DirState::Draining:
+        return false;
+    }
+    return false;
+}
+
+Outcome Directions::release_hold(Connection& conn, Side side) {
+    Direction& dir = conn.dir(side);
+    if (!dir.held)
+        return Outcome::running();
+    if (dir.state == DirState::Copying)
+        return pump_copy(conn, side); // its error watch stays: harmless while receiving
+    unwatch_source(conn, side);       // the POLLIN poll reports errors too
+    start_reading(conn, side);
+    return Outcome::running();
+}
+
+bool Directions::should_hold(const Connection& conn, Side side) const {
+    if (!conn.leaving || shard_.now < conn.hold_again_at)
+        return false;
+    const Side o = other(side);
+    if (quiet(conn, o))
+        return true;
+    const Direction& dir = conn.dir(o);
+    switch (dir.state) {
+    case DirState::PollingOut: // waiting for its destination with bytes in its pipe
+    case DirState::Draining:   // sending what its pipe holds
+    case DirState::Splicing:   // its last pair in flight
+    case DirState::Coalescing: // one round at its tick, then it is quiet
+        return !dir.parked;
+    case DirState::Copying:
+        return !dir.receiving && (dir.sending || dir.chunk_count != 0); // sending what it holds
+    case DirState::Idle:
+    case DirState::WaitingPipe:
+    case DirState::WaitingFd:
+    case DirState::PollingIn:
+    case DirState::Done:
+        return false;
+    }
+    return false;
+}
+
+void Directions::hold(Connection& conn, Side side) {
+    Direction& dir = conn.dir(side);
+    if (dir.state != DirState::Copying)
+        dir.state = DirState::PollingIn; // with no poll: nothing is read
+    dir.held = true;
+    if (conn.holding_since == std::chrono::steady_clock::time_point{})
+        conn.holding_since = shard_.now;
+    watch_source(conn, side); // nothing reads it: a reset must still be seen
+}
+
+} // namespace uringfwd::engine
