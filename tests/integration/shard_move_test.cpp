@@ -94,20 +94,30 @@ void exchange_once(int client, int server, std::size_t up, std::size_t down) {
     EXPECT_TRUE(std::equal(b.begin(), b.end(), got.begin()));
 }
 
-TEST(ShardMove, AConnectionMovesAndGoesOnWithItsIdCountsAndOneObserverRecord) {
-    Listener upstream = listen_loopback(Family::Inet4);
-    auto observer = std::make_shared<RecordingObserver>();
-    ProxyUnderTest proxy{{route_to(upstream.endpoint())}, two_shards(observer)};
-    ASSERT_EQ(proxy.engine().info().shards.size(), 2u);
+// A connection through the engine's two shards to a listener of the test's, accepted
+// there: what most tests here start from (ASSERT_TRUE(server) first).
+struct ConnectionThroughTwoShards {
+    explicit ConnectionThroughTwoShards(const ConfigEdit& edit = two_shards())
+        : proxy{{route_to(upstream.endpoint())}, edit}, client(connect_to(proxy.endpoint())),
+          server(accept_one(upstream.fd(), Deadline{5s})) {}
 
-    UniqueFd client = connect_to(proxy.endpoint());
-    UniqueFd server = accept_one(upstream.fd(), Deadline{5s});
-    ASSERT_TRUE(server);
-    exchange_once(client.get(), server.get(), 300, 700);
+    Listener upstream = listen_loopback(Family::Inet4);
+    ProxyUnderTest proxy;
+    UniqueFd client;
+    UniqueFd server;
+};
+
+TEST(ShardMove, AConnectionMovesAndGoesOnWithItsIdCountsAndOneObserverRecord) {
+    auto observer = std::make_shared<RecordingObserver>();
+    ConnectionThroughTwoShards c{two_shards(observer)};
+    ASSERT_EQ(c.proxy.engine().info().shards.size(), 2u);
+    ASSERT_TRUE(c.server);
+
+    exchange_once(c.client.get(), c.server.get(), 300, 700);
     std::vector<OpenConnection> open;
     ASSERT_TRUE(eventually(
         [&] {
-            open = proxy.engine().connections();
+            open = c.proxy.engine().connections();
             return open.size() == 1 && open[0].bytes_to_client == 700;
         },
         Deadline{5s}));
@@ -115,20 +125,20 @@ TEST(ShardMove, AConnectionMovesAndGoesOnWithItsIdCountsAndOneObserverRecord) {
     const unsigned first = open[0].shard;
     const unsigned other = 1 - first;
 
-    ASSERT_TRUE(moves_to(proxy.engine(), id, other));
-    std::optional<OpenConnection> moved = find(proxy.engine(), id);
+    ASSERT_TRUE(moves_to(c.proxy.engine(), id, other));
+    std::optional<OpenConnection> moved = find(c.proxy.engine(), id);
     ASSERT_TRUE(moved);
     EXPECT_EQ(moved->bytes_to_upstream, 300u);
     EXPECT_EQ(moved->bytes_to_client, 700u);
     EXPECT_EQ(moved->phase, "forwarding");
     EXPECT_EQ(moved->client, open[0].client);
     EXPECT_EQ(moved->upstream, open[0].upstream);
-    exchange_once(client.get(), server.get(), 100, 200); // served from the other shard
+    exchange_once(c.client.get(), c.server.get(), 100, 200); // served from the other shard
 
-    ASSERT_TRUE(moves_to(proxy.engine(), id, first)); // and back
-    exchange_once(client.get(), server.get(), 1000, 2000);
+    ASSERT_TRUE(moves_to(c.proxy.engine(), id, first)); // and back
+    exchange_once(c.client.get(), c.server.get(), 1000, 2000);
 
-    EngineStats stats = proxy.stats();
+    EngineStats stats = c.proxy.stats();
     EXPECT_EQ(stats.moved_out, 2u);
     EXPECT_EQ(stats.moved_in, 2u);
     EXPECT_EQ(stats.moves_given_up, 0u);
@@ -137,12 +147,12 @@ TEST(ShardMove, AConnectionMovesAndGoesOnWithItsIdCountsAndOneObserverRecord) {
     EXPECT_EQ(stats.active, 1u);
 
     // It ends as any connection does: FIN each way, and one record of its whole life.
-    ASSERT_EQ(::shutdown(client.get(), SHUT_WR), 0);
+    ASSERT_EQ(::shutdown(c.client.get(), SHUT_WR), 0);
     std::byte one{};
-    EXPECT_EQ(recv_all(server.get(), std::span<std::byte>(&one, 1), Deadline{5s}).status,
+    EXPECT_EQ(recv_all(c.server.get(), std::span<std::byte>(&one, 1), Deadline{5s}).status,
               IoStatus::Eof);
-    server.reset();
-    EXPECT_EQ(recv_all(client.get(), std::span<std::byte>(&one, 1), Deadline{5s}).status,
+    c.server.reset();
+    EXPECT_EQ(recv_all(c.client.get(), std::span<std::byte>(&one, 1), Deadline{5s}).status,
               IoStatus::Eof);
     ASSERT_TRUE(eventually([&] { return observer->closed().size() == 1; }, Deadline{5s}));
     const ConnectionRecord record = observer->closed().front();
@@ -152,52 +162,46 @@ TEST(ShardMove, AConnectionMovesAndGoesOnWithItsIdCountsAndOneObserverRecord) {
     EXPECT_EQ(record.bytes_to_client, 2900u);
     EXPECT_EQ(observer->opened(), 1u);
     EXPECT_TRUE(
-        eventually([&] { return proxy.stats().closed(CloseReason::Clean) == 1; }, Deadline{5s}));
+        eventually([&] { return c.proxy.stats().closed(CloseReason::Clean) == 1; }, Deadline{5s}));
 }
 
 TEST(ShardMove, AMovedConnectionIsClosedByItsIdOnTheShardItMovedTo) {
-    Listener upstream = listen_loopback(Family::Inet4);
-    ProxyUnderTest proxy{{route_to(upstream.endpoint())}, two_shards()};
-    UniqueFd client = connect_to(proxy.endpoint());
-    UniqueFd server = accept_one(upstream.fd(), Deadline{5s});
-    ASSERT_TRUE(server);
-    exchange_once(client.get(), server.get(), 10, 10);
-    std::vector<OpenConnection> open = proxy.engine().connections();
+    ConnectionThroughTwoShards c;
+    ASSERT_TRUE(c.server);
+    exchange_once(c.client.get(), c.server.get(), 10, 10);
+    std::vector<OpenConnection> open = c.proxy.engine().connections();
     ASSERT_EQ(open.size(), 1u);
-    ASSERT_TRUE(moves_to(proxy.engine(), open[0].id, 1 - open[0].shard));
+    ASSERT_TRUE(moves_to(c.proxy.engine(), open[0].id, 1 - open[0].shard));
 
-    const ChangeResult closed = proxy.engine().close_connection(open[0].id);
+    const ChangeResult closed = c.proxy.engine().close_connection(open[0].id);
     ASSERT_TRUE(closed.ok) << closed.error;
     std::byte one{};
-    EXPECT_EQ(recv_all(client.get(), std::span<std::byte>(&one, 1), Deadline{5s}).status,
+    EXPECT_EQ(recv_all(c.client.get(), std::span<std::byte>(&one, 1), Deadline{5s}).status,
               IoStatus::Reset);
-    EXPECT_EQ(recv_all(server.get(), std::span<std::byte>(&one, 1), Deadline{5s}).status,
+    EXPECT_EQ(recv_all(c.server.get(), std::span<std::byte>(&one, 1), Deadline{5s}).status,
               IoStatus::Reset);
 }
 
 TEST(ShardMove, AMoveThatCannotBeSaysWhy) {
-    Listener upstream = listen_loopback(Family::Inet4);
-    ProxyUnderTest proxy{{route_to(upstream.endpoint())}, two_shards()};
-    UniqueFd client = connect_to(proxy.endpoint());
-    UniqueFd server = accept_one(upstream.fd(), Deadline{5s});
-    ASSERT_TRUE(server);
-    exchange_once(client.get(), server.get(), 10, 10);
-    std::vector<OpenConnection> open = proxy.engine().connections();
+    ConnectionThroughTwoShards c;
+    ASSERT_TRUE(c.server);
+    exchange_once(c.client.get(), c.server.get(), 10, 10);
+    std::vector<OpenConnection> open = c.proxy.engine().connections();
     ASSERT_EQ(open.size(), 1u);
     const uint64_t id = open[0].id;
 
-    ChangeResult r = proxy.engine().move_connection(id + 1000, 0);
+    ChangeResult r = c.proxy.engine().move_connection(id + 1000, 0);
     EXPECT_FALSE(r.ok);
     EXPECT_EQ(r.error, "no open connection " + std::to_string(id + 1000));
-    r = proxy.engine().move_connection(id, 2);
+    r = c.proxy.engine().move_connection(id, 2);
     EXPECT_FALSE(r.ok);
     EXPECT_EQ(r.error, "no shard 2: the engine has 2 (0 to 1)");
-    r = proxy.engine().move_connection(id, open[0].shard);
+    r = c.proxy.engine().move_connection(id, open[0].shard);
     EXPECT_FALSE(r.ok);
     EXPECT_EQ(r.error, "connection " + std::to_string(id) + " cannot move to shard " +
                            std::to_string(open[0].shard) + ": it is on shard " +
                            std::to_string(open[0].shard) + " already");
-    exchange_once(client.get(), server.get(), 10, 10); // untouched
+    exchange_once(c.client.get(), c.server.get(), 10, 10); // untouched
 }
 
 // Both directions busy and held back by their readers the whole time (each side's
@@ -295,37 +299,34 @@ TEST(ShardMove, AStreamMovedBackAndForthUnderTrafficBothWaysArrivesWhole) {
 // the connection is never quiet. The move gives up at its limit and says so; the
 // connection stays where it was, and once the upstream reads, every byte arrives.
 TEST(ShardMove, AMoveGivesUpOnAConnectionThatNeverGoesQuiet) {
-    Listener upstream = listen_loopback(Family::Inet4);
-    ProxyUnderTest proxy{{route_to(upstream.endpoint())}, two_shards()};
-    UniqueFd client = connect_to(proxy.endpoint());
-    UniqueFd server = accept_one(upstream.fd(), Deadline{5s});
-    ASSERT_TRUE(server);
+    ConnectionThroughTwoShards c;
+    ASSERT_TRUE(c.server);
     // More than the sockets' buffers take: the rest waits in the engine.
     constexpr std::size_t kUpload = 16 * kMiB;
     const std::vector<std::byte> upload = bytes(kUpload, 'x');
-    std::thread sender([&] { (void)send_all(client.get(), upload, Deadline{30s}); });
+    std::thread sender([&] { (void)send_all(c.client.get(), upload, Deadline{30s}); });
     ASSERT_TRUE(eventually(
         [&] {
-            std::vector<OpenConnection> open = proxy.engine().connections();
+            std::vector<OpenConnection> open = c.proxy.engine().connections();
             return open.size() == 1 && open[0].bytes_to_upstream > 0;
         },
         Deadline{5s}));
     std::this_thread::sleep_for(200ms); // the upstream's buffers full, the engine's too
-    const OpenConnection before = proxy.engine().connections().at(0);
+    const OpenConnection before = c.proxy.engine().connections().at(0);
 
-    const ChangeResult asked = proxy.engine().move_connection(before.id, 1 - before.shard, 300ms);
+    const ChangeResult asked = c.proxy.engine().move_connection(before.id, 1 - before.shard, 300ms);
     ASSERT_TRUE(asked.ok) << asked.error;
-    EXPECT_TRUE(eventually([&] { return proxy.stats().moves_given_up == 1; }, Deadline{5s}));
-    std::optional<OpenConnection> after = find(proxy.engine(), before.id);
+    EXPECT_TRUE(eventually([&] { return c.proxy.stats().moves_given_up == 1; }, Deadline{5s}));
+    std::optional<OpenConnection> after = find(c.proxy.engine(), before.id);
     ASSERT_TRUE(after);
     EXPECT_EQ(after->shard, before.shard);
-    EXPECT_EQ(proxy.stats().moved_out, 0u);
+    EXPECT_EQ(c.proxy.stats().moved_out, 0u);
 
     std::vector<std::byte> got(kUpload);
-    EXPECT_EQ(recv_all(server.get(), got, Deadline{30s}).status, IoStatus::Ok);
+    EXPECT_EQ(recv_all(c.server.get(), got, Deadline{30s}).status, IoStatus::Ok);
     sender.join();
     EXPECT_EQ(got, upload);
-    exchange_once(client.get(), server.get(), 10, 10); // and it goes on, both ways
+    exchange_once(c.client.get(), c.server.get(), 10, 10); // and it goes on, both ways
 }
 
 // A route at its max_connections (a third client waits in the backlog): a connection
