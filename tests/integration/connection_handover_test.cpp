@@ -244,10 +244,8 @@ TEST(ConnectionHandover, AStreamThatNeverPausesIsHandedOverWhole) {
     constexpr uint64_t kMiB = 1024 * 1024;
     constexpr uint64_t kDown = 48 * kMiB;
     constexpr uint64_t kUp = 24 * kMiB;
-    ExchangePlan upstream_plan;
-    upstream_plan.send_bytes = kDown;
-    upstream_plan.send_seed = 51;
-    upstream_plan.read_bytes_per_sec = 6 * kMiB; // about 4 s of upload
+    const ExchangePlan upstream_plan =
+        paced_duplex_plan(kDown, 51, 6 * kMiB); // about 4 s of upload
     ScriptedPeer peer{upstream_plan};
     TempDir dir;
     const Endpoint at{Endpoint::Kind::Inet, "127.0.0.1", free_port()};
@@ -258,10 +256,7 @@ TEST(ConnectionHandover, AStreamThatNeverPausesIsHandedOverWhole) {
     ASSERT_TRUE(first->wait_listening(Deadline{10s})) << first->stderr_text();
 
     UniqueFd client = connect_to(at, 5000ms);
-    ExchangePlan client_plan;
-    client_plan.send_bytes = kUp;
-    client_plan.send_seed = 52;
-    client_plan.read_bytes_per_sec = 12 * kMiB; // about 4 s of download
+    const ExchangePlan client_plan = paced_duplex_plan(kUp, 52, 12 * kMiB); // about 4 s of download
     ExchangeResult mine;
     std::thread client_thread([&] { mine = exchange(client, client_plan, Deadline{60s}); });
 

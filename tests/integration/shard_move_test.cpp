@@ -212,19 +212,15 @@ TEST(ShardMove, AMoveThatCannotBeSaysWhy) {
 TEST(ShardMove, AStreamMovedBackAndForthUnderTrafficBothWaysArrivesWhole) {
     constexpr uint64_t kDown = 30 * kMiB;
     constexpr uint64_t kUp = 15 * kMiB;
-    ExchangePlan upstream_plan;
-    upstream_plan.send_bytes = kDown;
-    upstream_plan.send_seed = 41;
-    upstream_plan.read_bytes_per_sec = 6 * kMiB; // about 2.5 s of upload
+    const ExchangePlan upstream_plan =
+        paced_duplex_plan(kDown, 41, 6 * kMiB); // about 2.5 s of upload
     ScriptedPeer peer{upstream_plan};
     auto observer = std::make_shared<RecordingObserver>();
     ProxyUnderTest proxy{{route_to(peer.endpoint())}, two_shards(observer)};
 
     UniqueFd client = connect_to(proxy.endpoint());
-    ExchangePlan client_plan;
-    client_plan.send_bytes = kUp;
-    client_plan.send_seed = 42;
-    client_plan.read_bytes_per_sec = 12 * kMiB; // about 2.5 s of download
+    const ExchangePlan client_plan =
+        paced_duplex_plan(kUp, 42, 12 * kMiB); // about 2.5 s of download
     ExchangeResult mine;
     std::atomic<bool> done{false};
     std::thread client_thread([&] {

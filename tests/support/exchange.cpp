@@ -31,6 +31,14 @@ ExchangePlan source_plan(uint64_t bytes, uint64_t seed) {
     return plan;
 }
 
+ExchangePlan paced_duplex_plan(uint64_t bytes, uint64_t seed, uint64_t read_bytes_per_sec) {
+    ExchangePlan plan;
+    plan.send_bytes = bytes;
+    plan.send_seed = seed;
+    plan.read_bytes_per_sec = read_bytes_per_sec;
+    return plan;
+}
+
 ExchangePlan sink_plan(uint64_t read_bytes_per_sec) {
     ExchangePlan plan;
     plan.order = ExchangePlan::Order::ReceiveFirst;

@@ -68,5 +68,8 @@ ExchangeResult exchange(UniqueFd& fd, const ExchangePlan& plan, const Deadline& 
 ExchangePlan source_plan(uint64_t bytes, uint64_t seed);
 // Reads to EOF, optionally slowly, and FINs only after that.
 ExchangePlan sink_plan(uint64_t read_bytes_per_sec = 0);
+// Sends `bytes` (then FIN) while it reads what comes at most `read_bytes_per_sec`: one
+// end of a stream held back by its readers both ways.
+ExchangePlan paced_duplex_plan(uint64_t bytes, uint64_t seed, uint64_t read_bytes_per_sec);
 
 } // namespace uringfwd::test
