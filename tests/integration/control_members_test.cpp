@@ -67,6 +67,12 @@ std::string ctl_ok(const std::string& control, std::vector<std::string> words) {
     return run.out;
 }
 
+// The one row `show connections` lists, as its fields; empty unless there is exactly one.
+std::map<std::string, std::string> only_connection(const std::string& control) {
+    const std::vector<std::string> rows = lines_of(ctl_ok(control, {"show", "connections"}));
+    return rows.size() == 1 ? fields(rows[0]) : std::map<std::string, std::string>{};
+}
+
 TEST(ControlMembers, DrainStopsNewConnectionsAndReadyBringsThemBack) {
     TempDir dir;
     NamedServer a('a');
@@ -207,11 +213,7 @@ TEST(ControlMembers, ShowConnectionsListsExactBytesAndCloseResetsBothEnds) {
     std::map<std::string, std::string> row;
     ASSERT_TRUE(eventually(
         [&] {
-            const std::vector<std::string> rows =
-                lines_of(ctl_ok(control, {"show", "connections"}));
-            if (rows.size() != 1)
-                return false;
-            row = fields(rows[0]);
+            row = only_connection(control);
             return row["bytes_to_upstream"] == "1234" && row["bytes_to_client"] == "1234";
         },
         Deadline{5s}))
@@ -263,11 +265,7 @@ TEST(ControlMembers, MoveConnectionAndRebalanceMoveWithoutALostByte) {
     std::map<std::string, std::string> row;
     ASSERT_TRUE(eventually(
         [&] {
-            const std::vector<std::string> rows =
-                lines_of(ctl_ok(control, {"show", "connections"}));
-            if (rows.size() != 1)
-                return false;
-            row = fields(rows[0]);
+            row = only_connection(control);
             return row["bytes_to_client"] == "500";
         },
         Deadline{5s}));
@@ -277,9 +275,7 @@ TEST(ControlMembers, MoveConnectionAndRebalanceMoveWithoutALostByte) {
     std::map<std::string, std::string> moved;
     EXPECT_TRUE(eventually(
         [&] {
-            const std::vector<std::string> rows =
-                lines_of(ctl_ok(control, {"show", "connections"}));
-            moved = rows.size() == 1 ? fields(rows[0]) : std::map<std::string, std::string>{};
+            moved = only_connection(control);
             return moved["shard"] == to;
         },
         Deadline{5s}))
