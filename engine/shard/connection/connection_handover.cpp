@@ -12,8 +12,6 @@
 #include "shard/connection/connections.hpp"
 #include "shard/inspect/client_addresses.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -31,9 +29,6 @@ constexpr std::size_t kMaxPausing = 512;
 // more: each holds two plain fds (the ones installed for its slots, on direct
 // descriptors), which the fd limit did not count on; the sender passes 100 at a time.
 constexpr std::size_t kMaxQueued = 1024;
-// A move of rebalance's that found its connection never quiet for this long gives up
-// (Engine::move_connection's default too).
-constexpr std::chrono::seconds kDefaultMoveLimit{5};
 // A direction held for a pause reads again once nothing of its connection has moved for
 // this long, and none of the connection holds for as long (Connection::holding_since):
 // the other direction's destination may be a peer that reads only once it has written
@@ -130,71 +125,6 @@ void Connections::let_go_of_a_long_hold(Connection& conn) {
         resume_held(conn); // the other direction did not get quiet: let this one flow
         settle(conn);
     }
-}
-
-std::optional<std::string> Connections::request_move(uint64_t id, int to,
-                                                     std::chrono::milliseconds limit,
-                                                     const CurrentRoute& current) {
-    Connection* found = nullptr;
-    table_.for_each_active([&](Connection& conn) {
-        if (found == nullptr && conn.record.id == id && conn.phase != Phase::Closing)
-            found = &conn;
-    });
-    if (found == nullptr)
-        return std::nullopt;
-    if (to == shard_.shard_index)
-        return fmt::format("it is on shard {} already", to);
-    if (found->phase != Phase::Forwarding)
-        return "it is not forwarding yet (still inspecting or connecting)";
-    return start_move(*found, to, limit, current);
-}
-
-std::size_t Connections::request_moves(std::size_t count, int to, const CurrentRoute& current) {
-    std::size_t asked = 0;
-    table_.for_each_active([&](Connection& conn) {
-        if (asked < count && conn.phase == Phase::Forwarding && conn.move_to < 0 &&
-            start_move(conn, to, kDefaultMoveLimit, current).empty())
-            ++asked;
-    });
-    return asked;
-}
-
-void Connections::stop_moves() {
-    moves_off_ = true;
-    if (!moves_.empty())
-        pause_leaving_connections(); // gives up those not being paused yet
-    // Those being paused stay here too: the shard they would go to may end before it
-    // takes them (advance_handover() calls the pause off once it has nowhere to go).
-    table_.for_each_active([this](Connection& conn) {
-        if (conn.move_to >= 0 && conn.pausing()) {
-            conn.move_to = -1;
-            conn.leaving = detached_ != nullptr;
-            bump(shard_.io.counters().moves_given_up);
-            advance_handover(conn);
-            settle(conn);
-        }
-    });
-}
-
-std::string Connections::start_move(Connection& conn, int to, std::chrono::milliseconds limit,
-                                    const CurrentRoute& current) {
-    if (moves_off_)
-        return "the engine is stopping";
-    if (detached_ != nullptr)
-        return "the engine is handing its connections over to a successor";
-    if (conn.move_to >= 0)
-        return fmt::format("it is moving to shard {} already", conn.move_to);
-    if (conn.handover == HandoverStep::Unmovable)
-        return "it cannot move (no fd could be had for its slots)";
-    // A route a reconfiguration retired lives on for its connections only: the other
-    // shard has no state of it to carry the connection on with.
-    if (!current(*conn.route))
-        return "its route was replaced by a reconfiguration";
-    conn.move_to = to;
-    conn.move_deadline = shard_.now + limit;
-    moves_.push_back({conn.slot, conn.generation});
-    pause_if_quiet(conn); // an idle one moves at once
-    return {};
 }
 
 bool Connections::quiet(const Connection& conn) const {
