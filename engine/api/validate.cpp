@@ -55,11 +55,11 @@ void check_bulk_park(const EngineConfig& config, std::vector<std::string>& probl
     if (config.experimental.bulk_park.count() <= 0)
         return;
     if (config.splice.splice_mechanism == SpliceMechanism::Inline)
-        problems.emplace_back("splice_mechanism = \"inline\" cannot be had with bulk_park: a parked "
+        problems.push_back("splice_mechanism = \"inline\" cannot be had with bulk_park: a parked "
                            "socket is blocking, and an inline splice must never wait; use "
                            "\"ring\" or \"auto\"");
     if (config.ring.direct_descriptors == DirectDescriptors::On)
-        problems.emplace_back("direct_descriptors = \"on\" cannot be had with bulk_park: bulk_park "
+        problems.push_back("direct_descriptors = \"on\" cannot be had with bulk_park: bulk_park "
                            "needs plain fds (it toggles O_NONBLOCK with fcntl)");
 }
 
