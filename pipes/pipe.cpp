@@ -26,6 +26,11 @@ Pipe& Pipe::operator=(Pipe&& other) noexcept {
     return *this;
 }
 
+Pipe::Ends Pipe::release() {
+    bytes_ = 0;
+    return {std::exchange(read_fd_, -1), std::exchange(write_fd_, -1)};
+}
+
 std::size_t Pipe::queued_bytes() const {
     int n = 0;
     if (::ioctl(read_fd_, FIONREAD, &n) != 0)

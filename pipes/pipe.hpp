@@ -29,6 +29,15 @@ public:
     // paths where a wrong counter would be a leak between streams.
     std::size_t queued_bytes() const;
 
+    // Gives up both fds without closing them (they go to another owner: a connection
+    // handed over with what its pipe holds): {read end, write end}. The pipe is empty
+    // and fd-less after.
+    struct Ends {
+        int read_fd;
+        int write_fd;
+    };
+    Ends release();
+
     void set_capacity(std::size_t capacity) { capacity_ = capacity; }
     void filled(std::size_t n) { bytes_ += n; }
     void drained(std::size_t n) { bytes_ -= n; }

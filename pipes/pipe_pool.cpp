@@ -45,9 +45,16 @@ void PipePool::give_back(Pipe pipe, Check check) {
         ++counters_.closed_dirty;
         return; // destructor closes it
     }
+    if (idle_.size() + counters_.leased_now >= max_pipes_)
+        return; // one adopted (adopt()) above the bound: closed, so the bound holds again
     // A pipe smaller than what we now ask for is still fine to reuse; a larger one
     // (made before a reduction) keeps its size, which the budget already allowed.
     idle_.push_back(std::move(pipe));
+}
+
+Pipe PipePool::let_go(Pipe pipe) {
+    --counters_.leased_now;
+    return pipe;
 }
 
 std::optional<Pipe> PipePool::create() {

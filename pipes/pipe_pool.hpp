@@ -40,6 +40,14 @@ public:
     // holds bytes is closed, so no byte of one stream can ever reach another.
     void give_back(Pipe pipe, Check check = Check::Counter);
 
+    // A leased pipe leaves the pool with its bytes (its connection moves to another
+    // shard or process, docs/handover.md): no longer counted as leased, not closed.
+    Pipe let_go(Pipe pipe);
+    // A pipe that came from elsewhere with its bytes (let_go() of another pool): counted
+    // as leased from now on, and given back as any leased one. It may exceed max_pipes
+    // for as long as it is out: it holds bytes that must be delivered.
+    void adopt() { ++counters_.leased_now; }
+
     // The size new pipes are asked to have.
     std::size_t pipe_size() const { return policy_.wanted(); }
     std::size_t max_pipes() const { return max_pipes_; }

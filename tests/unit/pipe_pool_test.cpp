@@ -88,3 +88,43 @@ TEST(PipePool, AskingForMoreThanTheSystemMaximumShrinksOnce) {
     ASSERT_TRUE(q);
     EXPECT_TRUE(pool.take_notices().empty());
 }
+
+TEST(PipePool, APipeLetGoKeepsItsBytesAndLeavesTheBound) {
+    PipePool from(1, 64 * 1024);
+    PipePool to(1, 64 * 1024);
+    auto p = from.lease();
+    ASSERT_TRUE(p);
+    ASSERT_EQ(::write(p->write_fd(), "abc", 3), 3);
+    p->filled(3);
+    Pipe moving = from.let_go(std::move(*p));
+    EXPECT_EQ(from.counters().leased_now, 0u);
+    EXPECT_TRUE(from.lease()) << "the pipe that left no longer counts";
+    EXPECT_EQ(moving.bytes(), 3u);
+
+    auto own = to.lease(); // `to` is full now; the adopted pipe comes in above its bound
+    ASSERT_TRUE(own);
+    to.adopt();
+    EXPECT_EQ(to.counters().leased_now, 2u);
+    char buf[3];
+    ASSERT_EQ(::read(moving.read_fd(), buf, 3), 3);
+    moving.drained(3);
+    const int adopted_fd = moving.read_fd();
+    to.give_back(std::move(moving));
+    EXPECT_FALSE(fd_open(adopted_fd)) << "kept above the bound";
+    to.give_back(std::move(*own));
+    EXPECT_EQ(to.idle(), 1u);
+}
+
+TEST(PipePool, ReleaseGivesUpBothEndsOpen) {
+    PipePool pool(1, 64 * 1024);
+    auto p = pool.lease();
+    ASSERT_TRUE(p);
+    const Pipe::Ends ends = p->release();
+    EXPECT_LT(p->read_fd(), 0);
+    EXPECT_TRUE(fd_open(ends.read_fd));
+    EXPECT_TRUE(fd_open(ends.write_fd));
+    p.reset();
+    EXPECT_TRUE(fd_open(ends.read_fd)) << "not closed with the object";
+    ::close(ends.read_fd);
+    ::close(ends.write_fd);
+}
