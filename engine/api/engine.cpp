@@ -28,7 +28,7 @@
 namespace uringfwd {
 
 Engine::Impl::~Impl() {
-    set_handover(false); // a stopping shard does not end while one is on
+    set_handover(false, UnsentBytes::StayHere); // a stopping shard does not end while one is on
     stop(std::chrono::milliseconds{0});
     wait();
 }

@@ -102,7 +102,7 @@ public:
                               std::span<const std::byte> already_read);
 
     // handover.cpp: an upgrade's connection hand-over (docs/handover.md).
-    void set_handover(bool on);
+    void set_handover(bool on, UnsentBytes unsent);
     HandoverEnd end_handover();
     std::vector<DetachedConnection> take_detached(std::size_t max, std::chrono::milliseconds wait);
     std::error_code adopt(DetachedConnection&& conn);

@@ -11,17 +11,26 @@
 namespace uringfwd {
 
 void DetachedConnection::close_fds() {
-    for (int* fd : {&client_, &upstream_}) {
+    for (int* fd : {&client_, &upstream_, &unsent_[0].read_fd, &unsent_[0].write_fd,
+                    &unsent_[1].read_fd, &unsent_[1].write_fd}) {
         if (*fd >= 0)
             ::close(*fd);
         *fd = -1;
     }
 }
 
-void Engine::Impl::set_handover(bool on) {
+void DetachedConnection::hold_unsent(Toward toward, UnsentPipe pipe) {
+    UnsentPipe& mine = unsent_[static_cast<int>(toward)];
+    for (int fd : {mine.read_fd, mine.write_fd})
+        if (fd >= 0)
+            ::close(fd);
+    mine = pipe;
+}
+
+void Engine::Impl::set_handover(bool on, UnsentBytes unsent) {
     for (const auto& shard : shards_) {
         engine::Shard* s = shard.get();
-        (void)s->call([s, on] { s->set_handover(on); });
+        (void)s->call([s, on, unsent] { s->set_handover(on, unsent); });
     }
 }
 
@@ -34,7 +43,7 @@ HandoverEnd Engine::Impl::end_handover() {
         engine::Shard* s = shard.get();
         (void)s->call([s] {
             s->hold_open(true);
-            s->set_handover(false);
+            s->set_handover(false, UnsentBytes::StayHere);
         });
     }
     HandoverEnd end;
@@ -86,19 +95,24 @@ std::error_code Engine::Impl::adopt(DetachedConnection&& conn) {
         .client = engine::UnservedSocket::plain(conn.client_fd()),
         .upstream = engine::UnservedSocket::plain(conn.upstream_fd()),
         .route = conn.route,
-        .resumed = engine::Resumed{.member = conn.member,
-                                   .bytes = {conn.bytes_to_upstream, conn.bytes_to_client},
-                                   .opened_at = conn.opened_at,
-                                   .connected_at = conn.connected_at},
+        .resumed = engine::resumed_from(conn), // its pipes, if any, are the hand-off's now
     };
     const std::error_code error = deliver(handoff, cpu);
-    if (!error)
+    if (!error) {
         conn.release_fds(); // the shard's now
+        return error;
+    }
+    for (Toward toward : {Toward::Upstream, Toward::Client}) // `conn` keeps its pipes too
+        if (std::optional<pipes::Pipe>& pipe = handoff.resumed->unsent[static_cast<int>(toward)]) {
+            const std::size_t bytes = pipe->bytes();
+            const pipes::Pipe::Ends ends = pipe->release();
+            conn.hold_unsent(toward, {ends.read_fd, ends.write_fd, bytes});
+        }
     return error;
 }
 
-void Engine::begin_handover() {
-    impl_->set_handover(true);
+void Engine::begin_handover(UnsentBytes unsent) {
+    impl_->set_handover(true, unsent);
 }
 HandoverEnd Engine::end_handover() {
     return impl_->end_handover();

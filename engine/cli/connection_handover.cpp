@@ -19,8 +19,10 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
 constexpr std::string_view kBatch = "conns";
+constexpr std::string_view kBatchWithPipes = "conns+pipes";
 constexpr std::string_view kAdopted = "adopted ";
 constexpr std::size_t kFieldsPerRecord = 6;
+constexpr std::size_t kFieldsPerRecordWithPipes = 8; // and the bytes in each pipe
 // A record is two names (a route's, a member's: at most a Unix path of 107 bytes and a
 // host name of 255) and four numbers: well under 1 KiB.
 constexpr std::size_t kMaxBatchBytes = 16 + kConnectionsPerBatch * 1024;
@@ -43,11 +45,24 @@ void append_field(std::string& out, std::string_view field) {
     out += '\0';
 }
 
-void send_batch(int fd, const std::vector<DetachedConnection>& batch) {
-    std::string text(kBatch);
+constexpr Toward kTowards[] = {Toward::Upstream, Toward::Client};
+
+// The connections of `batch` from `first` whose fds fit in one message (at least one).
+std::size_t fitting(const std::vector<DetachedConnection>& batch, std::size_t first) {
+    std::size_t fds = 0;
+    std::size_t end = first;
+    while (end < batch.size() && (end == first || fds + batch[end].fd_count() <= kFdsPerMessage))
+        fds += batch[end++].fd_count();
+    return end;
+}
+
+void send_batch(int fd, const std::vector<DetachedConnection>& batch, std::size_t first,
+                std::size_t end, bool with_pipes) {
+    std::string text(with_pipes ? kBatchWithPipes : kBatch);
     text += '\0';
     std::vector<int> fds;
-    for (const DetachedConnection& c : batch) {
+    for (std::size_t i = first; i < end; ++i) {
+        const DetachedConnection& c = batch[i];
         append_field(text, c.route);
         append_field(text, c.member);
         append_field(text, std::to_string(c.bytes_to_upstream));
@@ -56,6 +71,16 @@ void send_batch(int fd, const std::vector<DetachedConnection>& batch) {
         append_field(text, std::to_string(ticks(c.connected_at)));
         fds.push_back(c.client_fd());
         fds.push_back(c.upstream_fd());
+        if (!with_pipes)
+            continue; // it holds none: the engine detached it only once they were empty
+        for (Toward toward : kTowards) {
+            const UnsentPipe& pipe = c.unsent(toward);
+            append_field(text, std::to_string(pipe.read_fd >= 0 ? pipe.bytes : 0));
+            if (pipe.read_fd >= 0) {
+                fds.push_back(pipe.read_fd);
+                fds.push_back(pipe.write_fd);
+            }
+        }
     }
     send_message(fd, text, fds.data(), fds.size());
 }
@@ -90,15 +115,16 @@ void wait_without_timeout(int fd) {
 } // namespace
 
 ConnectionSender::ConnectionSender(ops::UniqueFd conversation, Engine& engine,
-                                   const ProcessLog& log, pid_t successor)
-    : conversation_(std::move(conversation)), engine_(engine), log_(log), successor_(successor) {
+                                   const ProcessLog& log, pid_t successor, bool with_pipes)
+    : conversation_(std::move(conversation)), engine_(engine), log_(log), successor_(successor),
+      with_pipes_(with_pipes) {
     wait_without_timeout(conversation_.get());
     // Before the caller stops the engine, not on the thread: a shard that holds no
     // connection when it stops ends at once unless a hand-over is on, and then a
     // connection the successor refuses could not come back to it (deliver() would
     // find it ended: ConnectionHandover.AConnectionTheSuccessorRefuses... reset its
     // client about one run in sixty).
-    engine_.begin_handover();
+    engine_.begin_handover(with_pipes_ ? UnsentBytes::GoAlong : UnsentBytes::StayHere);
     thread_ = std::thread([this] { run(); });
 }
 
@@ -130,25 +156,32 @@ void ConnectionSender::run() {
                 break;
             continue;
         }
-        std::string reply;
-        try {
-            send_batch(conversation_.get(), batch);
-            reply =
-                receive_message(conversation_.get(), nullptr, kAdopted.size() + batch.size() + 1);
-            if (!reply.starts_with(kAdopted) || reply.size() != kAdopted.size() + batch.size())
-                throw std::runtime_error(
-                    fmt::format("upgrade socket: unexpected answer '{}'", reply));
-        } catch (const std::exception& e) {
-            log_.warn("upgrade: {}; process {} gets no more connections, the rest are "
-                      "served here",
-                      e.what(), static_cast<int>(successor_));
-            gone = true;
-        }
-        for (std::size_t i = 0; i < batch.size(); ++i) {
-            if (!gone && reply[kAdopted.size() + i] == '1')
-                ++moved; // ours closes with `batch`; the successor's copy carries it on
-            else
-                take_back(std::move(batch[i]));
+        // A batch goes in as many messages as its fds need, each answered before the next.
+        for (std::size_t first = 0; first < batch.size();) {
+            const std::size_t end = fitting(batch, first);
+            std::string reply;
+            try {
+                send_batch(conversation_.get(), batch, first, end, with_pipes_);
+                reply = receive_message(conversation_.get(), nullptr,
+                                        kAdopted.size() + (end - first) + 1);
+                if (!reply.starts_with(kAdopted) || reply.size() != kAdopted.size() + (end - first))
+                    throw std::runtime_error(
+                        fmt::format("upgrade socket: unexpected answer '{}'", reply));
+            } catch (const std::exception& e) {
+                log_.warn("upgrade: {}; process {} gets no more connections, the rest are "
+                          "served here",
+                          e.what(), static_cast<int>(successor_));
+                gone = true;
+            }
+            for (std::size_t i = first; i < (gone ? batch.size() : end); ++i) {
+                if (!gone && reply[kAdopted.size() + (i - first)] == '1')
+                    ++moved; // ours closes with `batch`; the successor's copy carries it on
+                else
+                    take_back(std::move(batch[i]));
+            }
+            if (gone)
+                break;
+            first = end;
         }
         if (gone)
             break;
@@ -209,26 +242,40 @@ void ConnectionReceiver::run() {
             break;
         }
         std::vector<std::string_view> fields = split_fields(message);
-        if (fields.empty() || fields.front() != kBatch) {
+        const bool with_pipes = !fields.empty() && fields.front() == kBatchWithPipes;
+        if (fields.empty() || (fields.front() != kBatch && !with_pipes)) {
             ended_by = fmt::format("unexpected message '{}'", fields.empty() ? "" : fields.front());
             break;
         }
         fields.erase(fields.begin());
         std::string reply(kAdopted);
-        const std::size_t records = fields.size() / kFieldsPerRecord;
+        const std::size_t per_record = with_pipes ? kFieldsPerRecordWithPipes : kFieldsPerRecord;
+        const std::size_t records = fields.size() / per_record;
+        std::size_t next_fd = 0; // the fds come in the records' order
+        auto take_fd = [&]() { return next_fd < fds.size() ? fds[next_fd++].release() : -1; };
         for (std::size_t i = 0; i < records; ++i) {
-            const std::string_view* f = &fields[i * kFieldsPerRecord];
-            if (2 * i + 1 >= fds.size()) { // fewer fds than records: not for us
+            const std::string_view* f = &fields[i * per_record];
+            const std::size_t needs = 2 + (with_pipes && number(f[6]) > 0 ? 2 : 0) +
+                                      (with_pipes && number(f[7]) > 0 ? 2 : 0);
+            if (next_fd + needs > fds.size()) { // fewer fds than records: not for us
+                next_fd = fds.size();
                 reply += '0';
                 continue;
             }
-            DetachedConnection c(fds[2 * i].release(), fds[2 * i + 1].release());
+            const int client = take_fd();
+            DetachedConnection c(client, take_fd());
             c.route = f[0];
             c.member = f[1];
             c.bytes_to_upstream = number(f[2]);
             c.bytes_to_client = number(f[3]);
             c.opened_at = from_ticks(f[4]);
             c.connected_at = from_ticks(f[5]);
+            for (std::size_t t = 0; with_pipes && t < 2; ++t) {
+                if (const uint64_t bytes = number(f[6 + t]); bytes > 0) {
+                    const int read_fd = take_fd();
+                    c.hold_unsent(kTowards[t], {read_fd, take_fd(), bytes});
+                }
+            }
             const std::error_code error = engine_.adopt(std::move(c));
             if (error) {
                 // Our copy closes with `c`; the old process takes its own back.

@@ -6,7 +6,11 @@
 // The conversation, one SOCK_SEQPACKET message each:
 //   old -> new  "conns" and a record per connection (route, member, bytes each way,
 //               open and connect times, NUL-separated), carrying its client's and its
-//               upstream's fds, at most kConnectionsPerBatch of them
+//               upstream's fds, at most kConnectionsPerBatch of them; or, when the
+//               successor takes pipes, "conns+pipes", whose records add the bytes held
+//               in a pipe toward the upstream and toward the client (0: no pipe), and
+//               whose fds are each connection's two sockets and then the read and write
+//               ends of each of its pipes, at most kFdsPerMessage in one message
 //   new -> old  "adopted " and one '1' (carried on) or '0' (refused: the old process
 //               takes it back, Engine::adopt) per connection of the batch
 //   old -> new  "end N": no more (N handed over)
@@ -26,7 +30,7 @@
 
 namespace uringfwd::cli {
 
-// Two fds a connection, within one message's kFdsPerMessage.
+// Two fds a connection (up to six with pipes), within one message's kFdsPerMessage.
 inline constexpr std::size_t kConnectionsPerBatch = 100;
 
 // The old process's side: begin_handover() at construction (so before the caller
@@ -34,8 +38,10 @@ inline constexpr std::size_t kConnectionsPerBatch = 100;
 // the successor's end), then end_handover().
 class ConnectionSender {
 public:
+    // `with_pipes`: the successor takes connections with the bytes they hold in pipes
+    // (UnsentBytes::GoAlong), so one whose destination does not read moves too.
     ConnectionSender(ops::UniqueFd conversation, Engine& engine, const ProcessLog& log,
-                     pid_t successor);
+                     pid_t successor, bool with_pipes);
     ~ConnectionSender(); // joins
     ConnectionSender(const ConnectionSender&) = delete;
     ConnectionSender& operator=(const ConnectionSender&) = delete;
@@ -47,6 +53,7 @@ private:
     Engine& engine_;
     const ProcessLog& log_;
     pid_t successor_;
+    bool with_pipes_;
     std::atomic<bool> done_{false};
     std::thread thread_;
 };

@@ -359,7 +359,8 @@ int main(int argc, char** argv) {
             // Connections it takes go as they become quiet; what never does drains.
             if (uringfwd::ops::UniqueFd conversation = upgrade->take_conversation())
                 sender = std::make_unique<uringfwd::cli::ConnectionSender>(
-                    std::move(conversation), *engine, log, upgrade->successor_pid());
+                    std::move(conversation), *engine, log, upgrade->successor_pid(),
+                    upgrade->successor_takes_pipes());
             engine->stop();
         }
         if (stopping && engine->stopped() && (!sender || sender->done()))

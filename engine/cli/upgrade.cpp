@@ -77,6 +77,7 @@ std::optional<UpgradeTakeover> UpgradeTakeover::connect(const std::string& path)
         if (text.rfind("end ", 0) == 0) {
             out.old_pid_ = static_cast<pid_t>(std::atol(text.c_str() + 4));
             out.offers_connections_ = text.ends_with(" connections");
+            out.offers_pipes_ = text.ends_with(" pipes connections");
             break;
         }
         throw std::runtime_error(fmt::format("upgrade socket: unexpected message '{}'", text));
@@ -106,7 +107,7 @@ bool UpgradeTakeover::finish(const ProcessLog& log, bool take_connections) {
     try {
         std::string answer = control_taken_ ? "accepting control" : "accepting";
         if (take_connections)
-            answer += " connections";
+            answer += offers_pipes_ ? " pipes connections" : " connections";
         send_message(conn_.get(), answer);
         const std::string reply = receive_message(conn_.get());
         if (reply != "released")
@@ -164,14 +165,17 @@ bool UpgradeListener::serve_successor(Engine& engine, const ProcessLog& log, int
                          std::min(kFdsPerMessage, fds.size() - i));
         if (control_fd >= 0)
             send_message(conn.get(), "control " + control_path, &control_fd, 1);
-        send_message(conn.get(),
-                     fmt::format("end {}{}", ::getpid(), offer_connections ? " connections" : ""));
+        send_message(conn.get(), fmt::format("end {}{}", ::getpid(),
+                                             offer_connections ? " pipes connections" : ""));
         log.info("upgrade: process {} asked for the listening sockets; handed it {}",
                  static_cast<int>(peer.pid), fds.size());
         std::string answer = receive_message(conn.get());
         const bool takes_connections = offer_connections && answer.ends_with(" connections");
         if (takes_connections)
             answer.resize(answer.size() - std::string_view(" connections").size());
+        successor_takes_pipes_ = takes_connections && answer.ends_with(" pipes");
+        if (successor_takes_pipes_)
+            answer.resize(answer.size() - std::string_view(" pipes").size());
         if (answer != "accepting" && answer != "accepting control")
             throw std::runtime_error("upgrade socket: unexpected answer");
         successor_took_control_ = answer == "accepting control";

@@ -9,14 +9,18 @@
 //   new -> old  "take-over"
 //   old -> new  "fds" carrying up to kFdsPerMessage fds, as many as needed; then, when
 //               it serves a control socket (--control), "control PATH" carrying its
-//               listening socket; then "end PID", or "end PID connections" when it
-//               offers its open connections too (handover = "connections"; a successor
-//               that predates the offer reads the pid and ignores the rest)
+//               listening socket; then "end PID", or "end PID pipes connections" when it
+//               offers its open connections too (handover = "connections"), with the
+//               bytes it holds of them in pipes ("pipes"; an older version offers
+//               "end PID connections"; a successor that predates the offer reads the pid
+//               and ignores the rest)
 //   new -> old  "accepting"       (or the connection closes: the new one failed, and
 //                                  the old one goes on as if nothing happened), or
 //               "accepting control" when it serves the control socket it was given
 //               (its --control is the same PATH): the old one then leaves the file;
-//               either with " connections" after it when it takes the offer
+//               either with " connections" after it when it takes the offer, or
+//               " pipes connections" when it takes connections with their pipes too
+//               (only when those were offered)
 //   old -> new  "released"
 // and then, when the offer was taken, the connections (connection_handover.hpp) on the
 // same socket.
@@ -67,6 +71,7 @@ private:
     ops::UniqueFd control_;
     bool control_taken_ = false;
     bool offers_connections_ = false;
+    bool offers_pipes_ = false; // " pipes connections": its connections' pipes go along
 };
 
 // The running process's side.
@@ -94,6 +99,8 @@ public:
     // After serve_successor() returned true: the successor takes the open connections,
     // over this socket (ConnectionSender); invalid when it does not.
     ops::UniqueFd take_conversation() { return std::move(conversation_); }
+    // It takes connections with what they hold in pipes (UnsentBytes::GoAlong).
+    bool successor_takes_pipes() const { return successor_takes_pipes_; }
     pid_t successor_pid() const { return successor_pid_; }
 
 private:
@@ -101,6 +108,7 @@ private:
     ops::UniqueFd fd_;
     bool handed_over_ = false;
     bool successor_took_control_ = false;
+    bool successor_takes_pipes_ = false;
     ops::UniqueFd conversation_; // kept for the connections' hand-over
     pid_t successor_pid_ = -1;
 };

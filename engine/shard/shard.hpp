@@ -113,7 +113,7 @@ public:
     // starts (every quiet connection is detached into ShardSetup::detached) or ends.
     // While it is on, a stopping shard does not end (a detached connection the
     // successor refuses comes back).
-    void set_handover(bool on);
+    void set_handover(bool on, UnsentBytes unsent);
     // On the shard's thread only (through call()): moves between shards
     // (Engine::move_connection, rebalance; shard_moves.cpp). The connection with this
     // id moves to shard `to` once it is quiet, or gives up after `limit`: nothing when

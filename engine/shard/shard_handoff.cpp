@@ -99,8 +99,8 @@ SocketUnits Shard::take_handoff_units(const Handoff& handoff) {
                       /*slot=*/into_slots || !handoff.upstream.valid());
 }
 
-void Shard::set_handover(bool on) {
-    connections_->set_handover(on ? setup_.detached.get() : nullptr);
+void Shard::set_handover(bool on, UnsentBytes unsent) {
+    connections_->set_handover(on ? setup_.detached.get() : nullptr, unsent);
 }
 
 } // namespace uringfwd::engine

@@ -59,12 +59,9 @@ void Shard::send_moved(DetachedConnection&& conn, Resumed::SameEngine&& same, in
         .client = UnservedSocket::plain(conn.client_fd()),
         .upstream = UnservedSocket::plain(conn.upstream_fd()),
         .route = conn.route,
-        .resumed = Resumed{.member = conn.member,
-                           .bytes = {conn.bytes_to_upstream, conn.bytes_to_client},
-                           .opened_at = conn.opened_at,
-                           .connected_at = conn.connected_at,
-                           .moved = std::move(same)},
+        .resumed = resumed_from(conn),
     };
+    handoff.resumed->moved = std::move(same);
     conn.release_fds(); // the hand-off's now
     if (setup_.move_to && setup_.move_to(to, handoff))
         return;

@@ -282,6 +282,71 @@ TEST(ConnectionHandover, AStreamThatNeverPausesIsHandedOverWhole) {
     EXPECT_TRUE(BothWaysIntact(mine, client_plan, peer, upstream_plan, Deadline{30s}));
 }
 
+// A client that reads nothing while its download is under way: what it has not taken
+// waits in the engine's pipe toward it, which goes to the successor with the connection
+// (docs/handover.md), twice in a row. Each old process exits at once rather than after
+// its drain_timeout, and once the client reads, every byte arrives once, in order.
+// On the splice path (its pipes are what moves; copy buffers do not).
+TEST(ConnectionHandover, AClientThatReadsNothingIsHandedOverWithWhatItsPipeHolds) {
+    constexpr std::size_t kDownload = 16 * 1024 * 1024;
+    Listener upstream = listen_loopback(Family::Inet4);
+    TempDir dir;
+    const Endpoint at{Endpoint::Kind::Inet, "127.0.0.1", free_port()};
+    const ConfigFile file{upgrade_config(2, dir.path() + "/upgrade.sock", "bulk", at,
+                                         upstream.endpoint(), "drain_timeout = \"30s\"\n")};
+    const std::vector<std::string> args = with_data_path_under_test(
+        uring_fwd_binary(), {"--config", file.path(), "--data-path", "splice"});
+    auto old_process = std::make_unique<BinaryProcess>(uring_fwd_binary(), args);
+    ASSERT_TRUE(old_process->wait_listening(Deadline{10s})) << old_process->stderr_text();
+
+    UniqueFd client = connect_to(at, 5000ms);
+    UniqueFd server = accept_one(upstream.fd(), Deadline{5s});
+    ASSERT_TRUE(server);
+    std::vector<std::byte> download(kDownload);
+    for (std::size_t i = 0; i < download.size(); ++i) // a byte's place is in its value
+        download[i] = static_cast<std::byte>((i * 13 + i / 4096) & 0xff);
+    std::thread sender([&] { (void)send_all(server.get(), download, Deadline{60s}); });
+    std::this_thread::sleep_for(300ms); // the client's buffers full, the engine's pipe too
+
+    for (int upgrade = 1; upgrade <= 2; ++upgrade) {
+        auto successor = std::make_unique<BinaryProcess>(uring_fwd_binary(), args);
+        const bool took_over = successor->logs("stopped accepting and drains", Deadline{10s});
+        const auto since = std::chrono::steady_clock::now();
+        const std::optional<ExitStatus> old_status = old_process->wait_exit(Deadline{3s});
+        ASSERT_TRUE(took_over) << successor->stderr_text() << old_process->stderr_text();
+        ASSERT_TRUE(old_status) << "upgrade " << upgrade
+                                << ": the old process still runs 3 s after the take-over:\n"
+                                << old_process->stderr_text();
+        EXPECT_TRUE(old_status->exited && old_status->code == 0) << old_status->describe();
+        EXPECT_NE(old_process->stderr_text().find(
+                      fmt::format("handed 1 connection over to process {}", successor->pid())),
+                  std::string::npos)
+            << old_process->stderr_text();
+        std::printf("[ handover ] upgrade %d with a client that reads nothing: the old process "
+                    "exited %lld ms after the take-over\n",
+                    upgrade,
+                    static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                               std::chrono::steady_clock::now() - since)
+                                               .count()));
+        old_process = std::move(successor);
+    }
+
+    std::vector<std::byte> got(kDownload);
+    EXPECT_EQ(recv_all(client.get(), got, Deadline{30s}).status, IoStatus::Ok)
+        << old_process->stderr_text();
+    sender.join();
+    EXPECT_TRUE(got == download) << "the download arrived changed";
+    // And it goes on both ways through the last successor.
+    const std::array<std::byte, 3> ping{std::byte{'a'}, std::byte{'b'}, std::byte{'c'}};
+    std::array<std::byte, 3> echoed{};
+    ASSERT_EQ(send_all(client.get(), ping, Deadline{5s}).status, IoStatus::Ok);
+    ASSERT_EQ(recv_all(server.get(), echoed, Deadline{5s}).status, IoStatus::Ok);
+    EXPECT_EQ(echoed, ping);
+    ASSERT_EQ(send_all(server.get(), ping, Deadline{5s}).status, IoStatus::Ok);
+    ASSERT_EQ(recv_all(client.get(), echoed, Deadline{5s}).status, IoStatus::Ok);
+    EXPECT_EQ(echoed, ping);
+}
+
 TEST(ConnectionHandover, HalfClosedConnectionsStayHalfClosed) {
     constexpr std::size_t kAfter = 64 * 1024;
     std::atomic<bool> go{false};

@@ -291,24 +291,76 @@ TEST(ShardMove, AStreamMovedBackAndForthUnderTrafficBothWaysArrivesWhole) {
     EXPECT_EQ(stats.bytes_to_client, kDown);
 }
 
-// An upstream that reads nothing: the upload stays in the engine's pipe or buffers, so
-// the connection is never quiet. The move gives up at its limit and says so; the
-// connection stays where it was, and once the upstream reads, every byte arrives.
-TEST(ShardMove, AMoveGivesUpOnAConnectionThatNeverGoesQuiet) {
-    ConnectionThroughTwoShards c;
-    ASSERT_TRUE(c.server);
-    // More than the sockets' buffers take: the rest waits in the engine.
-    constexpr std::size_t kUpload = 16 * kMiB;
-    const std::vector<std::byte> upload = bytes(kUpload, 'x');
-    std::thread sender([&] { (void)send_all(c.client.get(), upload, Deadline{30s}); });
-    ASSERT_TRUE(eventually(
+// An upload to an upstream that reads nothing, `kStuckUpload` bytes: more than the
+// sockets' buffers take, so the rest waits in the engine (a pipe, or copy buffers). The
+// client's sender runs until the upstream reads; the returned connection is the engine's
+// view once the upload has stalled.
+constexpr std::size_t kStuckUpload = 16 * kMiB;
+
+OpenConnection stall_an_upload(ConnectionThroughTwoShards& c, const std::vector<std::byte>& upload,
+                               std::thread& sender) {
+    sender = std::thread([&c, &upload] { (void)send_all(c.client.get(), upload, Deadline{30s}); });
+    EXPECT_TRUE(eventually(
         [&] {
             std::vector<OpenConnection> open = c.proxy.engine().connections();
             return open.size() == 1 && open[0].bytes_to_upstream > 0;
         },
         Deadline{5s}));
     std::this_thread::sleep_for(200ms); // the upstream's buffers full, the engine's too
-    const OpenConnection before = c.proxy.engine().connections().at(0);
+    return c.proxy.engine().connections().at(0);
+}
+
+ConfigEdit two_shards_on(DataPath path) {
+    return [path](EngineConfig& c) {
+        c.placement.shards = 2;
+        c.data_path = path;
+    };
+}
+
+// On the splice path the bytes the upstream has not taken wait in the direction's pipe,
+// which moves with the connection (docs/handover.md): the move does not wait for the
+// upstream to read, and once it does, every byte arrives once, in order.
+TEST(ShardMove, AConnectionWhoseUpstreamReadsNothingMovesWithWhatItsPipeHolds) {
+    ConnectionThroughTwoShards c{two_shards_on(DataPath::Splice)};
+    ASSERT_TRUE(c.server);
+    std::vector<std::byte> upload(kStuckUpload);
+    for (std::size_t i = 0; i < upload.size(); ++i) // a byte's place is in its value
+        upload[i] = static_cast<std::byte>((i * 7 + i / 4096) & 0xff);
+    std::thread sender;
+    const OpenConnection before = stall_an_upload(c, upload, sender);
+    const unsigned first = before.shard;
+
+    ASSERT_TRUE(moves_to(c.proxy.engine(), before.id, 1 - first, Deadline{3s}));
+    ASSERT_TRUE(moves_to(c.proxy.engine(), before.id, first, Deadline{3s})) << "and back, stuck";
+    EngineStats stats = c.proxy.stats();
+    EXPECT_EQ(stats.moved_out, 2u);
+    EXPECT_EQ(stats.moves_given_up, 0u);
+
+    std::vector<std::byte> got(kStuckUpload);
+    EXPECT_EQ(recv_all(c.server.get(), got, Deadline{30s}).status, IoStatus::Ok);
+    sender.join();
+    EXPECT_TRUE(got == upload) << "the upload arrived changed";
+    exchange_once(c.client.get(), c.server.get(), 10, 10); // and it goes on, both ways
+    const std::optional<OpenConnection> after = find(c.proxy.engine(), before.id);
+    ASSERT_TRUE(after);
+    EXPECT_EQ(after->bytes_to_upstream, kStuckUpload + 10);
+    stats = c.proxy.stats();
+    EXPECT_EQ(stats.bytes_to_upstream, kStuckUpload + 10);
+    EXPECT_TRUE(eventually([&] { return c.proxy.stats().pipes_leased == 0; }, Deadline{2s}))
+        << "pipes still leased: " << c.proxy.stats().pipes_leased;
+}
+
+// On the copy path what the upstream has not taken is in this process's buffers, which
+// do not move (docs/handover.md): the connection is never quiet. The move gives up at
+// its limit and says so; the connection stays where it was, and once the upstream reads,
+// every byte arrives.
+TEST(ShardMove, AMoveGivesUpOnACopyingConnectionThatNeverGoesQuiet) {
+    ConnectionThroughTwoShards c{two_shards_on(DataPath::Copy)};
+    ASSERT_TRUE(c.server);
+    constexpr std::size_t kUpload = kStuckUpload;
+    const std::vector<std::byte> upload = bytes(kUpload, 'x');
+    std::thread sender;
+    const OpenConnection before = stall_an_upload(c, upload, sender);
 
     const ChangeResult asked = c.proxy.engine().move_connection(before.id, 1 - before.shard, 300ms);
     ASSERT_TRUE(asked.ok) << asked.error;

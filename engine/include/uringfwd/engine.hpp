@@ -210,10 +210,13 @@ public:
 
     // An upgrade that keeps its connections (docs/handover.md). In the old engine, after
     // release_listeners(): begin_handover() has every shard detach each forwarding
-    // connection as soon as it is quiet (nothing held in a pipe or buffer, nothing in
-    // flight but its reads), counted as closed_handed_over; take_detached() gives up to
+    // connection as soon as it is quiet (nothing in flight but its reads; nothing held
+    // in a pipe or buffer, or, with UnsentBytes::GoAlong, only bytes in a pipe that its
+    // destination has not taken, which then go with it: DetachedConnection::unsent),
+    // counted as closed_handed_over; take_detached() gives up to
     // `max` of them, waiting up to `wait` for the first. The caller owns what it takes:
-    // pass the fds to the new engine (SCM_RIGHTS), and give back any it refused with
+    // pass the fds to the new engine (SCM_RIGHTS; DetachedConnection::fd_count(), with
+    // any pipe's two ends), and give back any it refused with
     // adopt(). end_handover() stops detaching (the successor went away, or took them all)
     // and carries on here every connection detached but not taken, before a stopping
     // shard may end for want of connections; a stopping engine does not stop while a
@@ -221,7 +224,7 @@ public:
     // closing what was detached and not taken). Connections still connecting or
     // inspecting are detached once they forward; one that never goes quiet stays (the
     // drain timeout ends it). open_connections(): how many the shards hold now.
-    void begin_handover();
+    void begin_handover(UnsentBytes unsent = UnsentBytes::StayHere);
     HandoverEnd end_handover();
     std::vector<DetachedConnection> take_detached(std::size_t max, std::chrono::milliseconds wait);
     std::size_t open_connections() const;

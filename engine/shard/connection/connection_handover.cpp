@@ -1,14 +1,16 @@
 // An upgrade's connection hand-over, the shard's half (docs/handover.md): while the
-// engine hands over, every forwarding connection that is quiet — each direction done, or
-// waiting for its source with nothing held (no pipe, no copy chunk, no send, no setsockopt
-// or shutdown in flight) — is paused and detached: its reads are cancelled, plain fds are
-// installed for sockets in slots, and its two fds go to the sink. Everything it has not
-// forwarded yet is then in the sockets' own queues, so the process that takes the fds
-// goes on exactly where this one stopped; nothing has to be copied out of a pipe.
+// engine hands over, every forwarding connection that is quiet — each direction done,
+// waiting for its source with nothing held (no pipe, no copy chunk, no send, no
+// setsockopt or shutdown in flight), or waiting for its destination with bytes in its
+// pipe when that pipe may go along — is paused and detached: its reads (and waits for
+// room) are cancelled, plain fds are installed for sockets in slots, and its fds go to
+// the sink. Everything it has not forwarded yet is then in the sockets' own queues or in
+// the pipes that go with it, so the process that takes the fds goes on exactly where
+// this one stopped; nothing has to be copied out of a pipe.
 //
 // A cancel races with the data: a read that completes before its cancel reaches it
-// (its poll fired, its receive got bytes) calls the pause off, and the data path takes
-// that completion as usual; the connection is tried again once it is quiet again.
+// (its receive got bytes) calls the pause off, and the data path takes that completion
+// as usual; the connection is tried again once it is quiet again.
 #include "shard/connection/connections.hpp"
 #include "shard/inspect/client_addresses.hpp"
 
@@ -37,8 +39,9 @@ constexpr std::chrono::milliseconds kHoldLimit{1000};
 
 } // namespace
 
-void Connections::set_handover(DetachedQueue* queue) {
+void Connections::set_handover(DetachedQueue* queue, UnsentBytes unsent) {
     detached_ = queue;
+    handover_takes_pipes_ = queue != nullptr && unsent == UnsentBytes::GoAlong;
     if (detached_ != nullptr)
         return;
     // Called off (the successor went away): whoever is pausing reads again, but one
@@ -128,9 +131,13 @@ void Connections::let_go_of_a_long_hold(Connection& conn) {
 }
 
 bool Connections::quiet(const Connection& conn) const {
+    // A pipe goes along to another shard of this engine always; to another process only
+    // when whoever passes the connection on passes its pipes too.
+    const bool pipe_may_go = conn.move_to >= 0 || handover_takes_pipes_;
     return conn.phase == Phase::Forwarding && conn.handover == HandoverStep::None &&
            conn.socket_ops == 0 && conn.preamble_sent >= conn.preamble.size() &&
-           Directions::quiet(conn, Side::ToUpstream) && Directions::quiet(conn, Side::ToClient);
+           Directions::quiet(conn, Side::ToUpstream, pipe_may_go) &&
+           Directions::quiet(conn, Side::ToClient, pipe_may_go);
 }
 
 void Connections::pause(Connection& conn) {
@@ -144,9 +151,12 @@ void Connections::pause(Connection& conn) {
             conn.paused[static_cast<int>(side)] = true; // no receive to cancel
             continue;
         }
-        Op read = dir.state == DirState::PollingIn ? Op::PollIn
-                  : dir.state == DirState::Copying ? Op::Recv
-                                                   : Op::Count;
+        // A direction waiting for its destination with bytes in its pipe (quiet only
+        // when the pipe may go along) has its POLLOUT poll cancelled instead.
+        Op read = dir.state == DirState::PollingIn    ? Op::PollIn
+                  : dir.state == DirState::PollingOut ? Op::PollOut
+                  : dir.state == DirState::Copying    ? Op::Recv
+                                                      : Op::Count;
         if (read == Op::Count)
             continue; // done
         conn.cancelling[static_cast<int>(side)] = true;
@@ -164,14 +174,16 @@ bool Connections::on_handover_completion(Connection& conn, const OpTag& t,
             conn.source(t.side).set_installed(c.result);
         return true; // one that failed leaves the slot without an fd: advance_handover()
     }
-    if ((t.op != Op::PollIn && t.op != Op::Recv) || !conn.cancelling[side])
+    const bool poll = t.op == Op::PollIn || t.op == Op::PollOut;
+    if ((!poll && t.op != Op::Recv) || !conn.cancelling[side])
         return false;
     conn.cancelling[side] = false;
-    // A poll that fired before its cancel reached it read nothing: the bytes (or the
-    // FIN, or the error) it saw wait in the socket for whoever reads it next, so the
-    // direction is as quiet as a cancelled one. A receive that came back with bytes is
-    // not: they are in a buffer of this process now.
-    const bool moved = c.result != -ECANCELED && !(t.op == Op::PollIn && c.result >= 0);
+    // A poll that fired before its cancel reached it moved nothing: the bytes (or the
+    // FIN, or the error) it saw wait in the socket for whoever reads it next, and the
+    // room it saw for whoever writes next, so the direction is as quiet as a cancelled
+    // one. A receive that came back with bytes is not: they are in a buffer of this
+    // process now.
+    const bool moved = c.result != -ECANCELED && !(poll && c.result >= 0);
     if (moved) {
         // It moved before the cancel reached it: not quiet after all.
         if (conn.handover == HandoverStep::Pausing) {
@@ -250,10 +262,20 @@ void Connections::advance_handover(Connection& conn) {
     detach(conn);
 }
 
-void Connections::resume(Connection& conn, const Resumed& from) {
+void Connections::resume(Connection& conn, Resumed& from) {
     // Taken back from a successor that refused it: this engine keeps it to its end.
     if (detached_ != nullptr)
         conn.handover = HandoverStep::Unmovable;
+    for (Side side : kBothSides) {
+        // Bytes read there and not delivered: its direction delivers them first
+        // (Directions::start), and the pipe is this shard's to give back after.
+        std::optional<pipes::Pipe>& unsent = from.unsent[static_cast<int>(side)];
+        if (!unsent)
+            continue;
+        shard_.pool.adopt();
+        conn.dir(side).pipe = std::move(unsent);
+        unsent.reset();
+    }
     conn.record.opened_at = from.opened_at;
     conn.record.connected_at = from.connected_at; // start_forwarding() keeps it
     conn.bytes[static_cast<int>(Side::ToUpstream)] = from.bytes[static_cast<int>(Side::ToUpstream)];
@@ -331,9 +353,11 @@ void Connections::detach(Connection& conn) {
     conn.handover = HandoverStep::None;
     conn.paused[0] = conn.paused[1] = false;
     std::optional<Resumed::SameEngine> same;
-    if (conn.move_to >= 0 && detached_ != nullptr) {
+    const bool holds_pipe = conn.dir(Side::ToUpstream).pipe || conn.dir(Side::ToClient).pipe;
+    if (conn.move_to >= 0 && detached_ != nullptr && (handover_takes_pipes_ || !holds_pipe)) {
         // A hand-over began while it waited to move: it goes to the successor, with
-        // the rest (the other shard would only have to hand it over in turn).
+        // the rest (the other shard would only have to hand it over in turn). One with
+        // a pipe the successor cannot take moves to the shard as asked.
         conn.move_to = -1;
     }
     if (conn.move_to >= 0) {
@@ -363,6 +387,18 @@ void Connections::detach(Connection& conn) {
     out.bytes_to_client = conn.bytes[static_cast<int>(Side::ToClient)];
     out.opened_at = conn.record.opened_at;
     out.connected_at = conn.record.connected_at;
+    for (Side side : kBothSides) {
+        // What it read and its destination has not taken yet goes with it, in its pipe,
+        // which leaves this shard's pool (docs/handover.md).
+        Direction& dir = conn.dir(side);
+        if (!dir.pipe)
+            continue;
+        const std::size_t bytes = dir.pipe->bytes();
+        const pipes::Pipe::Ends ends = shard_.pool.let_go(std::move(*dir.pipe)).release();
+        dir.pipe.reset();
+        out.hold_unsent(side == Side::ToUpstream ? Toward::Upstream : Toward::Client,
+                        {ends.read_fd, ends.write_fd, bytes});
+    }
     if (same)
         moved_(std::move(out), std::move(*same), conn.move_to);
     else

@@ -92,8 +92,9 @@ public:
     // With a queue, every forwarding connection is detached as soon as it is quiet (no
     // byte held, nothing in flight but its reads) and pushed to it, which owns its
     // sockets from then on; with none (the hand-over ended), those being paused are
-    // served on.
-    void set_handover(DetachedQueue* queue);
+    // served on. UnsentBytes::GoAlong: a connection whose only bytes held are in a pipe
+    // its destination has not taken is quiet too, and goes with the pipe.
+    void set_handover(DetachedQueue* queue, UnsentBytes unsent);
     bool handing_over() const { return detached_ != nullptr; }
 
     // Moves between shards (Engine::move_connection), the same steps: the connection
@@ -184,7 +185,7 @@ private:
     // observers or the control socket.
     static Endpoint upstream_endpoint(const Connection& conn);
     // An adopted connection takes on what it had done in the engine it came from.
-    void resume(Connection& conn, const Resumed& from);
+    void resume(Connection& conn, Resumed& from); // takes its pipes
     // With direct descriptors, an adopted pair's plain fds go into slots before it
     // forwards, as an accepted one's sockets are: the fd limit then bounds only the
     // ones on their way in, not every connection adopted.
@@ -204,6 +205,7 @@ private:
     SourceGate gate_;     // allow/deny and per-source limits, before the upstream is chosen
     uint64_t opened_ = 0; // connections opened: the low bits of their ids
     DetachedQueue* detached_ = nullptr; // set while the engine hands its connections over
+    bool handover_takes_pipes_ = false; // UnsentBytes::GoAlong
     std::size_t pausing_ = 0;           // connections Pausing or Installing
     // Connections asked to move to another shard, until they have gone or given up.
     struct PendingMove {

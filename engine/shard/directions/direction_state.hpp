@@ -64,6 +64,9 @@ struct Direction {
     // reached it). Directions::should_hold says when.
     bool held = false;
     bool parked = false; // src made blocking: its splices wait in the kernel (bulk_park)
+    // Adopted with bytes in its pipe (Resumed::unsent): it delivers them through the
+    // ring, then takes the path and mechanism its shard gives a direction.
+    bool unsent_first = false;
     // Input reached the source while the connection closed (a receive or a readable
     // poll came in after the close): it is forwarded to nobody.
     bool discarded = false;

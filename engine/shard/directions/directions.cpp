@@ -22,6 +22,8 @@ constexpr std::chrono::milliseconds kPipeRetryDelay{50};
 
 Outcome Directions::start(Connection& conn, Side side) {
     Direction& dir = conn.dir(side);
+    if (dir.pipe)
+        return start_with_unsent(conn, side);
     dir.path = shard_.buffers != nullptr ? first_path(shard_.data_path) : Path::Splice;
     dir.inline_splice = shard_.inline_splice;
     if (dir.path == Path::Copy)
@@ -85,6 +87,8 @@ Outcome Directions::on_completion(Connection& conn, Side side, Op op, const urin
 Outcome Directions::resume_reading(Connection& conn, Side side) {
     if (conn.dir(side).state == DirState::Copying)
         return pump_copy(conn, side);
+    if (conn.dir(side).state == DirState::PollingOut) // its pipe still holds bytes
+        return follow(conn, side, Next::WaitWritable, 0, 0);
     start_reading(conn, side);
     return Outcome::running();
 }
@@ -208,6 +212,8 @@ Outcome Directions::on_drained(Connection& conn, Side side, int result) {
     count_bytes(conn, side, result);
     if (conn.phase == Phase::Closing)
         return Outcome::running();
+    if (dir.unsent_first && dir.pipe->empty())
+        return unsent_delivered(conn, side);
     return follow(conn, side, after_drain(result, dir.pipe->bytes()), /*read_result=*/0, result);
 }
 

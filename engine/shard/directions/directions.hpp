@@ -67,8 +67,9 @@ public:
     // Whether the direction holds nothing and has nothing in flight but the read of its
     // source (a poll, a receive) or nothing at all (done, held): what a hand-over or a
     // move between shards waits for (docs/handover.md). Everything it has not
-    // forwarded is then in its source socket.
-    static bool quiet(const Connection& conn, Side side);
+    // forwarded is then in its source socket. `pipe_may_go`: also when what it holds is
+    // bytes in its pipe that the destination has not taken, and it waits for room there.
+    static bool quiet(const Connection& conn, Side side, bool pipe_may_go = false);
     // A direction held for its connection's pause (Direction::held) reads again: the
     // move was given up, the hand-over ended, or the hold lasted too long.
     Outcome release_hold(Connection& conn, Side side);
@@ -95,8 +96,9 @@ public:
     // The shard stops: no more retry timers; cancels the one armed.
     void stop();
 
-    // A direction whose read (PollingIn's poll, Copying's receive) a hand-over's pause
-    // cancelled, and whose pause was called off: it reads again.
+    // A direction whose read (PollingIn's poll, Copying's receive) or wait for its
+    // destination (PollingOut's poll) a hand-over's pause cancelled, and whose pause was
+    // called off: it reads (or waits) again.
     Outcome resume_reading(Connection& conn, Side side);
 
     // The connection is closing: interrupts the splices that may be waiting in the
@@ -164,6 +166,10 @@ private:
     // or is delivering what it holds and will be (it takes no more meanwhile).
     bool should_hold(const Connection& conn, Side side) const;
     void hold(Connection& conn, Side side);
+    // Adopted with bytes in its pipe (Resumed::unsent): waits for room at the
+    // destination and drains them before anything is read; then goes on as a new one.
+    Outcome start_with_unsent(Connection& conn, Side side);
+    Outcome unsent_delivered(Connection& conn, Side side);
 
     // Counts bytes delivered and notes the connection as active.
     void count_bytes(Connection& conn, Side side, int moved);

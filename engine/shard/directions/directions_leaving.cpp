@@ -1,14 +1,20 @@
 // A connection leaving its shard (an upgrade's hand-over, a move between shards;
 // docs/handover.md): when a direction is quiet, and when one that has delivered all it
-// held waits for the pause instead of reading again (Direction::held).
+// held waits for the pause instead of reading again (Direction::held); and one arriving
+// with bytes its old shard could not deliver yet, in the pipe that came along.
 #include "shard/directions/directions.hpp"
 
 namespace uringfwd::engine {
 
-bool Directions::quiet(const Connection& conn, Side side) {
+bool Directions::quiet(const Connection& conn, Side side, bool pipe_may_go) {
     const Direction& dir = conn.dir(side);
-    if (dir.parked || dir.pipe || conn.cancelling[static_cast<int>(side)])
+    if (dir.parked || conn.cancelling[static_cast<int>(side)])
         return false;
+    if (dir.pipe)
+        // Waiting for its destination with bytes in its pipe, nothing in flight but
+        // that POLLOUT poll: the pipe can go along with them (its byte count is exact
+        // between splices), so a destination that never reads does not keep it here.
+        return pipe_may_go && dir.state == DirState::PollingOut && !dir.pipe->empty();
     switch (dir.state) {
     case DirState::Done:
     case DirState::PollingIn:
@@ -73,6 +79,30 @@ void Directions::hold(Connection& conn, Side side) {
     if (conn.holding_since == std::chrono::steady_clock::time_point{})
         conn.holding_since = shard_.now;
     watch_source(conn, side); // nothing reads it: a reset must still be seen
+}
+
+Outcome Directions::start_with_unsent(Connection& conn, Side side) {
+    Direction& dir = conn.dir(side);
+    dir.path = Path::Splice;
+    // Through the ring: a socket just put into a slot has no fd for splice(2) yet.
+    dir.inline_splice = false;
+    dir.unsent_first = true;
+    // Its source is read only once the pipe is empty, so the bytes keep their order.
+    return follow(conn, side, Next::WaitWritable, /*read_result=*/0, /*write_result=*/0);
+}
+
+Outcome Directions::unsent_delivered(Connection& conn, Side side) {
+    Direction& dir = conn.dir(side);
+    dir.unsent_first = false;
+    dir.inline_splice = shard_.inline_splice;
+    const Path path = shard_.buffers != nullptr ? first_path(shard_.data_path) : Path::Splice;
+    if (path == Path::Splice)
+        return follow(conn, side, Next::WaitReadable, /*read_result=*/0, /*write_result=*/0);
+    release_pipe(dir, false);
+    dir.path = Path::Copy; // its error watch stays: harmless while receiving
+    dir.full_in_a_row = 0;
+    dir.small_in_a_row = 0;
+    return pump_copy(conn, side);
 }
 
 } // namespace uringfwd::engine

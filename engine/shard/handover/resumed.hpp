@@ -3,9 +3,11 @@
 #pragma once
 
 #include "net/socket_address.hpp"
+#include "pipes/pipe.hpp"
 #include "routing/shared_limit.hpp"
 #include "routing/source_limits.hpp"
 #include "uringfwd/endpoint.hpp"
+#include "uringfwd/handover.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -20,6 +22,9 @@ struct Resumed {
     uint64_t bytes[2] = {0, 0}; // forwarded there, per Side
     std::chrono::steady_clock::time_point opened_at;
     std::chrono::steady_clock::time_point connected_at;
+    // Per Side: bytes read there and not yet delivered, in the pipe they wait in; the
+    // direction delivers them before it reads its source again.
+    std::optional<pipes::Pipe> unsent[2]{};
     // A move between two shards of one engine (Engine::move_connection) keeps what the
     // application knows of the connection: its id, the observer's on_open already
     // called (on_close follows once, at its real end), the client's addresses (a
@@ -44,5 +49,9 @@ struct Resumed {
     };
     std::optional<SameEngine> moved{};
 };
+
+// What `conn` brings along: its names, counts and times, and its pipes, which the
+// Resumed owns from here on (the sockets stay with `conn`).
+Resumed resumed_from(DetachedConnection& conn);
 
 } // namespace uringfwd::engine
