@@ -11,10 +11,11 @@ FdRoom fd_room(const FdRoomInput& in) {
     room.reserved = in.open_fds + shards * (2 + in.listeners) + in.health_targets +
                     (in.health_targets > 0 ? 2 : 0) + kSpareFds;
     const uint64_t free = in.fd_limit > room.reserved ? in.fd_limit - room.reserved : 0;
-    if (in.uses_pipes && in.max_pipes > 0) {
+    const uint64_t most_pipes =
+        in.uses_pipes ? in.max_pipes : std::min<uint64_t>(in.max_pipes, kCopyPathPipes);
+    if (most_pipes > 0) {
         const uint64_t fifth = free / (5 * 2 * shards); // pipes per shard in a fifth
-        room.pipes_per_shard =
-            static_cast<std::size_t>(std::clamp<uint64_t>(fifth, 1, in.max_pipes));
+        room.pipes_per_shard = static_cast<std::size_t>(std::clamp<uint64_t>(fifth, 1, most_pipes));
     }
     const uint64_t pipe_fds = 2 * shards * room.pipes_per_shard;
     room.connections = free > pipe_fds ? static_cast<std::size_t>((free - pipe_fds) / 2) : 0;

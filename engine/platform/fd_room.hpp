@@ -22,6 +22,11 @@ struct FdRoomInput {
     bool uses_pipes = true;         // false: data path copy, which splices nothing
 };
 
+// The copy path splices nothing, but a connection leaving its shard (an upgrade's
+// hand-over, a move) with copy chunks its destination has not taken puts them into a
+// pipe to take along (docs/handover.md): that many per shard.
+inline constexpr std::size_t kCopyPathPipes = 2;
+
 struct FdRoom {
     // Connections that may hold plain fds at once, all shards together (two each).
     std::size_t connections = 0;

@@ -33,17 +33,20 @@ TEST(FdRoom, FewFdsGetFewerPipesAndStillRoomForConnections) {
     EXPECT_GT(room.connections, 0u);
 }
 
-TEST(FdRoom, TheCopyPathNeedsNoPipes) {
+// Only for connections that leave their shard with copy chunks (a hand-over, a move).
+TEST(FdRoom, TheCopyPathNeedsOnlyAFewPipes) {
     FdRoomInput in;
-    in.fd_limit = 64;
+    in.fd_limit = 1000;
     in.open_fds = 5;
     in.shards = 1;
     in.listeners = 1;
     in.max_pipes = 128;
     in.uses_pipes = false;
     const FdRoom room = fd_room(in);
-    EXPECT_EQ(room.pipes_per_shard, 0u);
-    EXPECT_EQ(room.connections, (64 - (5 + 3 + kSpareFds)) / 2);
+    EXPECT_EQ(room.pipes_per_shard, kCopyPathPipes);
+    EXPECT_EQ(room.connections, (1000 - (5 + 3 + kSpareFds) - 2 * kCopyPathPipes) / 2);
+    in.max_pipes = 1;
+    EXPECT_EQ(fd_room(in).pipes_per_shard, 1u) << "never more than max_pipes";
 }
 
 TEST(FdRoom, NoRoomWhenTheRestTakesEverything) {
