@@ -283,19 +283,21 @@ TEST(ConnectionHandover, AStreamThatNeverPausesIsHandedOverWhole) {
 }
 
 // A client that reads nothing while its download is under way: what it has not taken
-// waits in the engine's pipe toward it, which goes to the successor with the connection
-// (docs/handover.md), twice in a row. Each old process exits at once rather than after
-// its drain_timeout, and once the client reads, every byte arrives once, in order.
-// On the splice path (its pipes are what moves; copy buffers do not).
-TEST(ConnectionHandover, AClientThatReadsNothingIsHandedOverWithWhatItsPipeHolds) {
+// waits in the engine toward it (`data_path`'s pipe or copy chunks, which go into a
+// pipe), and that pipe goes to the successor with the connection (docs/handover.md),
+// twice in a row. Each old process exits at once rather than after its drain_timeout,
+// and once the client reads, every byte arrives once, in order.
+void check_a_stuck_download_is_handed_over(const std::string& data_path,
+                                           const std::string& engine_extra) {
     constexpr std::size_t kDownload = 16 * 1024 * 1024;
     Listener upstream = listen_loopback(Family::Inet4);
     TempDir dir;
     const Endpoint at{Endpoint::Kind::Inet, "127.0.0.1", free_port()};
     const ConfigFile file{upgrade_config(2, dir.path() + "/upgrade.sock", "bulk", at,
-                                         upstream.endpoint(), "drain_timeout = \"30s\"\n")};
+                                         upstream.endpoint(),
+                                         "drain_timeout = \"30s\"\n" + engine_extra)};
     const std::vector<std::string> args = with_data_path_under_test(
-        uring_fwd_binary(), {"--config", file.path(), "--data-path", "splice"});
+        uring_fwd_binary(), {"--config", file.path(), "--data-path", data_path});
     auto old_process = std::make_unique<BinaryProcess>(uring_fwd_binary(), args);
     ASSERT_TRUE(old_process->wait_listening(Deadline{10s})) << old_process->stderr_text();
 
@@ -322,9 +324,9 @@ TEST(ConnectionHandover, AClientThatReadsNothingIsHandedOverWithWhatItsPipeHolds
                       fmt::format("handed 1 connection over to process {}", successor->pid())),
                   std::string::npos)
             << old_process->stderr_text();
-        std::printf("[ handover ] upgrade %d with a client that reads nothing: the old process "
-                    "exited %lld ms after the take-over\n",
-                    upgrade,
+        std::printf("[ handover ] %s, upgrade %d with a client that reads nothing: the old "
+                    "process exited %lld ms after the take-over\n",
+                    data_path.c_str(), upgrade,
                     static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                                std::chrono::steady_clock::now() - since)
                                                .count()));
@@ -345,6 +347,15 @@ TEST(ConnectionHandover, AClientThatReadsNothingIsHandedOverWithWhatItsPipeHolds
     ASSERT_EQ(send_all(server.get(), ping, Deadline{5s}).status, IoStatus::Ok);
     ASSERT_EQ(recv_all(client.get(), echoed, Deadline{5s}).status, IoStatus::Ok);
     EXPECT_EQ(echoed, ping);
+}
+
+TEST(ConnectionHandover, AClientThatReadsNothingIsHandedOverWithWhatItsPipeHolds) {
+    check_a_stuck_download_is_handed_over("splice", "");
+}
+
+// On the copy path, with small buffers only (two of them fit in a pipe).
+TEST(ConnectionHandover, ACopyingClientThatReadsNothingIsHandedOverWithItsChunksInAPipe) {
+    check_a_stuck_download_is_handed_over("copy", "bulk_buffers = 0\n");
 }
 
 TEST(ConnectionHandover, HalfClosedConnectionsStayHalfClosed) {

@@ -144,6 +144,9 @@ struct Connection {
     // hold_again_at: a peer that writes before it reads must not wait on a hold.
     std::chrono::steady_clock::time_point holding_since;
     std::chrono::steady_clock::time_point hold_again_at;
+    // Its last pause was called off for want of a pipe for its copy chunks: not paused
+    // again before this (each try cancels a send and sends again).
+    std::chrono::steady_clock::time_point pause_again_at;
     // A move gives up once this passes (a stream that never went quiet): it stays.
     std::chrono::steady_clock::time_point move_deadline;
     // Adopted (Engine::adopt) with direct descriptors: the client's and the upstream's

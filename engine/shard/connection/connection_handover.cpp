@@ -36,6 +36,8 @@ constexpr std::size_t kMaxQueued = 1024;
 // the other direction's destination may be a peer that reads only once it has written
 // what it is writing, which the hold keeps it from.
 constexpr std::chrono::milliseconds kHoldLimit{1000};
+// A pause called off for want of a pipe (hold_chunks_in_pipe) is tried again after this.
+constexpr std::chrono::milliseconds kPauseRetry{100};
 
 } // namespace
 
@@ -110,7 +112,7 @@ void Connections::pause_if_quiet(Connection& conn) {
     if (conn.phase != Phase::Forwarding || conn.handover != HandoverStep::None)
         return;
     conn.leaving = true;
-    if (pausing_ < kMaxPausing && quiet(conn)) {
+    if (pausing_ < kMaxPausing && shard_.now >= conn.pause_again_at && quiet(conn)) {
         pause(conn);
         return;
     }
@@ -133,11 +135,12 @@ void Connections::let_go_of_a_long_hold(Connection& conn) {
 bool Connections::quiet(const Connection& conn) const {
     // A pipe goes along to another shard of this engine always; to another process only
     // when whoever passes the connection on passes its pipes too.
-    const bool pipe_may_go = conn.move_to >= 0 || handover_takes_pipes_;
+    const std::size_t pipe_room =
+        conn.move_to >= 0 || handover_takes_pipes_ ? shard_.pool.pipe_size() : 0;
     return conn.phase == Phase::Forwarding && conn.handover == HandoverStep::None &&
            conn.socket_ops == 0 && conn.preamble_sent >= conn.preamble.size() &&
-           Directions::quiet(conn, Side::ToUpstream, pipe_may_go) &&
-           Directions::quiet(conn, Side::ToClient, pipe_may_go);
+           Directions::quiet(conn, Side::ToUpstream, pipe_room) &&
+           Directions::quiet(conn, Side::ToClient, pipe_room);
 }
 
 void Connections::pause(Connection& conn) {
@@ -151,11 +154,12 @@ void Connections::pause(Connection& conn) {
             conn.paused[static_cast<int>(side)] = true; // no receive to cancel
             continue;
         }
-        // A direction waiting for its destination with bytes in its pipe (quiet only
-        // when the pipe may go along) has its POLLOUT poll cancelled instead.
+        // A direction waiting for its destination with bytes in its pipe, or with copy
+        // chunks (quiet only when a pipe may go along), has its POLLOUT poll or its send
+        // cancelled instead.
         Op read = dir.state == DirState::PollingIn    ? Op::PollIn
                   : dir.state == DirState::PollingOut ? Op::PollOut
-                  : dir.state == DirState::Copying    ? Op::Recv
+                  : dir.state == DirState::Copying    ? (dir.sending ? Op::Send : Op::Recv)
                                                       : Op::Count;
         if (read == Op::Count)
             continue; // done
@@ -175,15 +179,39 @@ bool Connections::on_handover_completion(Connection& conn, const OpTag& t,
         return true; // one that failed leaves the slot without an fd: advance_handover()
     }
     const bool poll = t.op == Op::PollIn || t.op == Op::PollOut;
-    if ((!poll && t.op != Op::Recv) || !conn.cancelling[side])
+    if ((!poll && t.op != Op::Recv && t.op != Op::Send) || !conn.cancelling[side])
         return false;
+    // A request the cancel reached ends with -ECANCELED, or with -EINTR when it was
+    // running on an io-wq worker, which the cancel interrupts (io_uring/io-wq.c
+    // io_wq_worker_cancel signals the worker): nothing moved. Found as a copy
+    // direction's cancelled send, which ended with -EINTR and reset the connection.
+    const bool cancelled = c.result == -ECANCELED || c.result == -EINTR;
+    if (t.op == Op::Send && c.result < 0 && !cancelled && c.result != -EAGAIN) {
+        // The destination failed: the data path closes the connection as it would have.
+        conn.cancelling[side] = false;
+        if (conn.handover == HandoverStep::Pausing) {
+            --pausing_;
+            conn.handover = HandoverStep::None;
+            resume_paused(conn);
+        }
+        return false;
+    }
     conn.cancelling[side] = false;
+    if (t.op == Op::Send) {
+        // What it sent before the cancel reached it is delivered: counted, its chunks
+        // retired; the rest waits to go along in a pipe (advance_handover).
+        directions_.on_send_cancelled(conn, t.side, c.result);
+        conn.paused[side] = true;
+        if (conn.handover != HandoverStep::Pausing)
+            resume_paused(conn);
+        return true;
+    }
     // A poll that fired before its cancel reached it moved nothing: the bytes (or the
     // FIN, or the error) it saw wait in the socket for whoever reads it next, and the
     // room it saw for whoever writes next, so the direction is as quiet as a cancelled
     // one. A receive that came back with bytes is not: they are in a buffer of this
     // process now.
-    const bool moved = c.result != -ECANCELED && !(poll && c.result >= 0);
+    const bool moved = !cancelled && !(poll && c.result >= 0);
     if (moved) {
         // It moved before the cancel reached it: not quiet after all.
         if (conn.handover == HandoverStep::Pausing) {
@@ -232,6 +260,18 @@ void Connections::advance_handover(Connection& conn) {
         return;
     }
     if (conn.handover == HandoverStep::Pausing) {
+        for (Side side : kBothSides) {
+            if (directions_.hold_chunks_in_pipe(conn, side))
+                continue;
+            // No pipe to be had, or a small one: served on here, and tried again.
+            shard_.log.debug("connection {}: no pipe for its unsent bytes; not moved yet",
+                             conn.record.id);
+            conn.pause_again_at = shard_.now + kPauseRetry;
+            --pausing_;
+            conn.handover = HandoverStep::None;
+            resume_paused(conn);
+            return;
+        }
         // A slot is no fd: the ring installs one for it (IORING_OP_FIXED_FD_INSTALL,
         // docs/kernel.md §11), which SCM_RIGHTS can pass.
         conn.handover = HandoverStep::Installing;

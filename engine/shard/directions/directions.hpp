@@ -67,9 +67,21 @@ public:
     // Whether the direction holds nothing and has nothing in flight but the read of its
     // source (a poll, a receive) or nothing at all (done, held): what a hand-over or a
     // move between shards waits for (docs/handover.md). Everything it has not
-    // forwarded is then in its source socket. `pipe_may_go`: also when what it holds is
-    // bytes in its pipe that the destination has not taken, and it waits for room there.
-    static bool quiet(const Connection& conn, Side side, bool pipe_may_go = false);
+    // forwarded is then in its source socket. `pipe_room` > 0: a pipe of that size may
+    // go along with the connection, so it is quiet also when what it holds is bytes its
+    // destination has not taken, and it waits for room there: in its pipe, or in copy
+    // chunks (their send in flight) that a pipe of that size takes
+    // (hold_chunks_in_pipe).
+    static bool quiet(const Connection& conn, Side side, std::size_t pipe_room = 0);
+    // A copying direction paused with chunks not sent (its send cancelled): their bytes
+    // go into a pipe, and the direction waits for room at its destination as a splice
+    // direction with bytes in its pipe does (PollingOut), delivering them through the
+    // ring before it goes back to its path (unsent_first). False when no pipe could be
+    // had or they do not fit in one: the chunks stay, and the direction is as it was.
+    bool hold_chunks_in_pipe(Connection& conn, Side side);
+    // A cancelled send (a pause) came back: `result` bytes were sent (-ECANCELED,
+    // -EAGAIN: none), counted and retired as a send's are.
+    void on_send_cancelled(Connection& conn, Side side, int result);
     // A direction held for its connection's pause (Direction::held) reads again: the
     // move was given up, the hand-over ended, or the hold lasted too long.
     Outcome release_hold(Connection& conn, Side side);

@@ -4,9 +4,22 @@
 // with bytes its old shard could not deliver yet, in the pipe that came along.
 #include "shard/directions/directions.hpp"
 
+#include <unistd.h>
+
 namespace uringfwd::engine {
 
-bool Directions::quiet(const Connection& conn, Side side, bool pipe_may_go) {
+namespace {
+
+std::size_t unsent_bytes(const Direction& dir) {
+    std::size_t n = 0;
+    for (uint8_t i = 0; i < dir.chunk_count; ++i)
+        n += dir.chunks()[i].length;
+    return n - dir.first_sent;
+}
+
+} // namespace
+
+bool Directions::quiet(const Connection& conn, Side side, std::size_t pipe_room) {
     const Direction& dir = conn.dir(side);
     if (dir.parked || conn.cancelling[static_cast<int>(side)])
         return false;
@@ -14,15 +27,22 @@ bool Directions::quiet(const Connection& conn, Side side, bool pipe_may_go) {
         // Waiting for its destination with bytes in its pipe, nothing in flight but
         // that POLLOUT poll: the pipe can go along with them (its byte count is exact
         // between splices), so a destination that never reads does not keep it here.
-        return pipe_may_go && dir.state == DirState::PollingOut && !dir.pipe->empty();
+        return pipe_room > 0 && dir.state == DirState::PollingOut && !dir.pipe->empty();
     switch (dir.state) {
     case DirState::Done:
     case DirState::PollingIn:
         return true;
     case DirState::Copying:
         // Its receive in flight, or held: nothing held, nothing sent, no switch pending.
-        return (dir.receiving || dir.held) && !dir.sending && dir.chunk_count == 0 &&
-               !dir.waiting_buffer && !dir.to_splice && !dir.source_ended;
+        if ((dir.receiving || dir.held) && !dir.sending && dir.chunk_count == 0 &&
+            !dir.waiting_buffer && !dir.to_splice && !dir.source_ended)
+            return true;
+        // Or sending what it holds, reading nothing (a leaving direction takes no more
+        // meanwhile), and a pipe takes it all: the send is cancelled and the rest goes
+        // along in a pipe. Not once its source ended: that FIN was read here, and
+        // would not be read again from the socket.
+        return pipe_room > 0 && dir.sending && !dir.receiving && dir.chunk_count > 0 &&
+               !dir.waiting_buffer && !dir.source_ended && unsent_bytes(dir) <= pipe_room;
     case DirState::Idle:
     case DirState::WaitingPipe:
     case DirState::WaitingFd:
@@ -79,6 +99,47 @@ void Directions::hold(Connection& conn, Side side) {
     if (conn.holding_since == std::chrono::steady_clock::time_point{})
         conn.holding_since = shard_.now;
     watch_source(conn, side); // nothing reads it: a reset must still be seen
+}
+
+void Directions::on_send_cancelled(Connection& conn, Side side, int result) {
+    Direction& dir = conn.dir(side);
+    dir.sending = false;
+    if (result <= 0)
+        return; // nothing sent: the chunks are as they were
+    bump(shard_.io.counters().copy_sends);
+    count_bytes(conn, side, result);
+    retire_sent(dir, static_cast<uint32_t>(result));
+}
+
+bool Directions::hold_chunks_in_pipe(Connection& conn, Side side) {
+    Direction& dir = conn.dir(side);
+    if (dir.state != DirState::Copying || dir.chunk_count == 0)
+        return true; // nothing held: nothing to do
+    std::optional<pipes::Pipe> pipe = shard_.pool.lease();
+    if (!pipe)
+        return false;
+    // Written in their order; a pipe that takes less than all (one made small over the
+    // per-user budget) goes back holding bytes, so it is closed, never reused.
+    for (uint8_t i = 0; i < dir.chunk_count; ++i) {
+        const CopyChunk& chunk = dir.chunks()[i];
+        const uint32_t skip = i == 0 ? dir.first_sent : 0;
+        const std::size_t length = chunk.length - skip;
+        const ssize_t written = ::write(pipe->write_fd(), chunk_data(chunk) + skip, length);
+        if (written > 0)
+            pipe->filled(static_cast<std::size_t>(written));
+        if (written != static_cast<ssize_t>(length)) {
+            shard_.pool.give_back(std::move(*pipe));
+            return false;
+        }
+    }
+    give_back_chunks(dir);
+    dir.pipe = std::move(pipe);
+    dir.path = Path::Splice;
+    dir.state = DirState::PollingOut; // its wait for room was the send just cancelled
+    dir.inline_splice = false;
+    dir.unsent_first = true;
+    dir.to_splice = false; // it goes back to its shard's path once the pipe is empty
+    return true;
 }
 
 Outcome Directions::start_with_unsent(Connection& conn, Side side) {
