@@ -605,6 +605,58 @@ TEST(ConnectionHandover, AConnectionTheSuccessorRefusesStaysWithTheOldProcess) {
         << old_process.stderr_text();
 }
 
+// A connection still in its inspect phase when the successor takes over (a client of
+// an accept_proxy route that has not sent its PROXY header) is finished first: the old
+// process keeps it, and waits for it, until it forwards; then it is handed over like
+// any other, and the old process exits. Its bytes before and after arrive whole.
+TEST(ConnectionHandover, AConnectionStillInspectingIsHandedOverOnceItForwards) {
+    EchoServer echo;
+    TempDir dir;
+    const Endpoint at{Endpoint::Kind::Inet, "127.0.0.1", free_port()};
+    const ConfigFile file{
+        fmt::format("[engine]\nshards = 2\nupgrade_socket = \"{}\"\n[[route]]\nname = \"proxied\"\n"
+                    "listen = \"{}\"\naccept_proxy = true\ninspect_timeout = \"20s\"\n"
+                    "  [[route.upstream]]\n  address = \"{}\"\n",
+                    dir.path() + "/upgrade.sock", at.to_string(), echo.endpoint().to_string())};
+    const Upgrader upgrader{file.path()};
+    auto old_process = std::make_unique<BinaryProcess>(uring_fwd_binary(), upgrader.args());
+    ASSERT_TRUE(old_process->wait_listening(Deadline{10s})) << old_process->stderr_text();
+    // `header` goes first, and is the engine's: the echo sends back `sent` alone.
+    auto echo_round = [](int fd, const std::string& sent, const std::string& header = "") {
+        std::string back(sent.size(), '\0');
+        return send_text(fd, header + sent, Deadline{5s}).status == IoStatus::Ok &&
+               recv_all(fd, std::as_writable_bytes(std::span(back)), Deadline{5s}).status ==
+                   IoStatus::Ok &&
+               back == sent;
+    };
+    const UniqueFd inspecting = connect_to(at);
+    ASSERT_TRUE(inspecting);
+    std::this_thread::sleep_for(100ms); // accepted, reading its header, before the take-over
+
+    BinaryProcess successor{uring_fwd_binary(), upgrader.args()};
+    ASSERT_TRUE(successor.logs("stopped accepting and drains", Deadline{10s}))
+        << successor.stderr_text() << old_process->stderr_text();
+    std::this_thread::sleep_for(300ms);
+    EXPECT_FALSE(old_process->wait_exit(Deadline{0ms}))
+        << "the old process left a connection that had not sent its header";
+
+    ASSERT_TRUE(echo_round(inspecting.get(), std::string(3000, 'h'),
+                           "PROXY TCP4 192.0.2.7 192.0.2.8 4000 443\r\n"))
+        << old_process->stderr_text() << successor.stderr_text();
+    const std::optional<ExitStatus> status = old_process->wait_exit(Deadline{5s});
+    ASSERT_TRUE(status) << "it still runs once the connection forwards:\n"
+                        << old_process->stderr_text();
+    EXPECT_EQ(status->code, 0);
+    EXPECT_NE(old_process->stderr_text().find(
+                  fmt::format("handed 1 connection over to process {}", successor.pid())),
+              std::string::npos)
+        << old_process->stderr_text();
+    // Served by the successor now.
+    ASSERT_TRUE(echo_round(inspecting.get(), std::string(5000, 'a'))) << successor.stderr_text();
+    ASSERT_EQ(::shutdown(inspecting.get(), SHUT_WR), 0);
+    EXPECT_EQ(recv_until_eof(inspecting.get(), Deadline{5s}).status, IoStatus::Eof);
+}
+
 // handover = "listeners": the old way, the old process drains what it has.
 TEST(ConnectionHandover, ListenersOnlyLeavesTheConnectionsToDrain) {
     EchoServer echo;
