@@ -272,7 +272,7 @@ TEST(ShardMove, AStreamMovedBackAndForthUnderTrafficBothWaysArrivesWhole) {
     // Under way for about 2.5 s, a move 50 ms after the last is done; each waits for
     // both directions to rest: a pipe with bytes goes along as it is, copy chunks once
     // they fit in a pipe (with bulk buffers, a MiB or two drains at 6 MiB/s first).
-    // Here: 20 moves (the cap) on the splice paths, 8 on copy.
+    // Here: 20 moves (the cap) on the splice paths, 4 to 11 on copy.
     EXPECT_GE(moves, 2u);
     std::printf("moved %u times under traffic\n", moves);
 
