@@ -75,8 +75,11 @@ void send_batch(int fd, const std::vector<DetachedConnection>& batch, std::size_
             continue; // it holds none: the engine detached it only once they were empty
         for (Toward toward : kTowards) {
             const UnsentPipe& pipe = c.unsent(toward);
-            append_field(text, std::to_string(pipe.read_fd >= 0 ? pipe.bytes : 0));
-            if (pipe.read_fd >= 0) {
+            // The receiver expects a pipe's two fds exactly when its count is above 0;
+            // an empty pipe is not sent (it closes with this process's copy).
+            const bool sent = pipe.read_fd >= 0 && pipe.bytes > 0;
+            append_field(text, std::to_string(sent ? pipe.bytes : 0));
+            if (sent) {
                 fds.push_back(pipe.read_fd);
                 fds.push_back(pipe.write_fd);
             }
@@ -155,6 +158,19 @@ void ConnectionSender::run() {
             if (none_left)
                 break;
             continue;
+        }
+        if (!with_pipes_) {
+            // A successor that takes no pipes gets no connection holding one (a move
+            // under way as the hand-over began may detach one with its pipe): its
+            // bytes would be lost. It stays here and is served to its end.
+            std::erase_if(batch, [&](DetachedConnection& c) {
+                if (c.fd_count() <= 2)
+                    return false;
+                take_back(std::move(c));
+                return true;
+            });
+            if (batch.empty())
+                continue;
         }
         // A batch goes in as many messages as its fds need, each answered before the next.
         for (std::size_t first = 0; first < batch.size();) {
