@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <chrono>
@@ -115,6 +116,28 @@ void wait_without_timeout(int fd) {
     ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
 }
 
+// Whether each pipe of `c` still holds what its record says: what the old process takes
+// back from a successor that went away mid-message may have been drained there.
+bool pipes_as_sent(const DetachedConnection& c) {
+    for (Toward toward : kTowards) {
+        const UnsentPipe& pipe = c.unsent(toward);
+        int queued = 0;
+        if (pipe.read_fd >= 0 && pipe.bytes > 0 &&
+            (::ioctl(pipe.read_fd, FIONREAD, &queued) != 0 ||
+             static_cast<uint64_t>(queued) != pipe.bytes))
+            return false;
+    }
+    return true;
+}
+
+// Both peers see an error, not a clean end: SO_LINGER 0 makes close() send a RST
+// (socket(7)). The sockets and pipes close with `c`.
+void reset_sockets(DetachedConnection& c) {
+    const linger abort{1, 0};
+    ::setsockopt(c.client_fd(), SOL_SOCKET, SO_LINGER, &abort, sizeof(abort));
+    ::setsockopt(c.upstream_fd(), SOL_SOCKET, SO_LINGER, &abort, sizeof(abort));
+}
+
 } // namespace
 
 ConnectionSender::ConnectionSender(ops::UniqueFd conversation, Engine& engine,
@@ -190,10 +213,18 @@ void ConnectionSender::run() {
                 gone = true;
             }
             for (std::size_t i = first; i < (gone ? batch.size() : end); ++i) {
-                if (!gone && reply[kAdopted.size() + (i - first)] == '1')
+                if (!gone && reply[kAdopted.size() + (i - first)] == '1') {
                     ++moved; // ours closes with `batch`; the successor's copy carries it on
-                else
+                } else if (gone && i < end && !pipes_as_sent(batch[i])) {
+                    // The successor had it, drained its pipe (and may have pooled it for
+                    // another connection) and died before it answered: resuming it would
+                    // splice bytes that are not its own, or wait for ones that are gone.
+                    log_.warn("upgrade: a connection whose pipe the successor used before "
+                              "it went away is reset");
+                    reset_sockets(batch[i]);
+                } else {
                     take_back(std::move(batch[i]));
+                }
             }
             if (gone)
                 break;
