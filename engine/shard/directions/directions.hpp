@@ -10,6 +10,7 @@
 
 #include <deque>
 #include <functional>
+#include <span>
 
 namespace uringfwd::engine {
 
@@ -167,6 +168,8 @@ private:
     Outcome on_sent(Connection& conn, Side side, int result);
     static unsigned small_chunks(const Direction& dir);
     std::byte* chunk_data(const CopyChunk& chunk) const;
+    // Chunk `i`'s bytes not sent yet: all of it, but for the first chunk's `first_sent`.
+    std::span<std::byte> unsent_part(const Direction& dir, uint8_t i) const;
     void give_back_chunk(const CopyChunk& chunk);
     // A send of `sent` bytes completed: the chunks it emptied go back, in order.
     void retire_sent(Direction& dir, uint32_t sent);

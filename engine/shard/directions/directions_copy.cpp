@@ -98,6 +98,12 @@ std::byte* Directions::chunk_data(const CopyChunk& chunk) const {
     return group.data(chunk.buffer);
 }
 
+std::span<std::byte> Directions::unsent_part(const Direction& dir, uint8_t i) const {
+    const CopyChunk& chunk = dir.chunks()[i];
+    const uint32_t skip = i == 0 ? dir.first_sent : 0;
+    return {chunk_data(chunk) + skip, chunk.length - skip};
+}
+
 void Directions::send_chunks(Connection& conn, Side side) {
     Direction& dir = conn.dir(side);
     const CopyChunk& first = dir.chunks()[0];
@@ -115,9 +121,9 @@ void Directions::send_chunks(Connection& conn, Side side) {
     // ring of its own, docs/kernel.md §8.2).
     BulkStore& v = *dir.bulk_store; // a bulk chunk came into it
     for (uint8_t i = 0; i < dir.chunk_count; ++i) {
-        uint32_t skip = i == 0 ? dir.first_sent : 0;
-        v.iov[i].iov_base = chunk_data(v.chunks[i]) + skip;
-        v.iov[i].iov_len = v.chunks[i].length - skip;
+        const std::span<std::byte> part = unsent_part(dir, i);
+        v.iov[i].iov_base = part.data();
+        v.iov[i].iov_len = part.size();
     }
     v.msg = msghdr{};
     v.msg.msg_iov = v.iov;

@@ -121,13 +121,11 @@ bool Directions::hold_chunks_in_pipe(Connection& conn, Side side) {
     // Written in their order; a pipe that takes less than all (one made small over the
     // per-user budget) goes back holding bytes, so it is closed, never reused.
     for (uint8_t i = 0; i < dir.chunk_count; ++i) {
-        const CopyChunk& chunk = dir.chunks()[i];
-        const uint32_t skip = i == 0 ? dir.first_sent : 0;
-        const std::size_t length = chunk.length - skip;
-        const ssize_t written = ::write(pipe->write_fd(), chunk_data(chunk) + skip, length);
+        const std::span<std::byte> part = unsent_part(dir, i);
+        const ssize_t written = ::write(pipe->write_fd(), part.data(), part.size());
         if (written > 0)
             pipe->filled(static_cast<std::size_t>(written));
-        if (written != static_cast<ssize_t>(length)) {
+        if (written != static_cast<ssize_t>(part.size())) {
             shard_.pool.give_back(std::move(*pipe));
             return false;
         }
