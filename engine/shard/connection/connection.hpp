@@ -87,7 +87,7 @@ enum class HandoverStep : uint8_t {
     None,       // served here (and not tried yet)
     Pausing,    // quiet: its reads and watches are being cancelled
     Installing, // paused: plain fds are being installed for its slots, to pass on
-    Unmovable,  // tried and could not be (no fd for a slot): served here to its end
+    Unmovable,  // refused by a successor and taken back: served here to its end
 };
 
 struct Connection {

@@ -38,6 +38,9 @@ constexpr std::size_t kMaxQueued = 1024;
 constexpr std::chrono::milliseconds kHoldLimit{1000};
 // A pause called off for want of a pipe (hold_chunks_in_pipe) is tried again after this.
 constexpr std::chrono::milliseconds kPauseRetry{100};
+// A pause called off for want of an fd for a slot (EMFILE) is tried again after this:
+// the sender passes a batch and closes its fds in well under it.
+constexpr std::chrono::milliseconds kNoFdRetry{1000};
 
 } // namespace
 
@@ -260,16 +263,11 @@ void Connections::advance_handover(Connection& conn) {
         return;
     }
     if (conn.handover == HandoverStep::Pausing) {
-        for (Side side : kBothSides) {
-            if (directions_.hold_chunks_in_pipe(conn, side))
-                continue;
+        if (!directions_.hold_chunks_in_pipes(conn)) {
             // No pipe to be had, or a small one: served on here, and tried again.
             shard_.log.debug("connection {}: no pipe for its unsent bytes; not moved yet",
                              conn.record.id);
-            conn.pause_again_at = shard_.now + kPauseRetry;
-            --pausing_;
-            conn.handover = HandoverStep::None;
-            resume_paused(conn);
+            call_off_for_now(conn, kPauseRetry);
             return;
         }
         // A slot is no fd: the ring installs one for it (IORING_OP_FIXED_FD_INSTALL,
@@ -289,22 +287,28 @@ void Connections::advance_handover(Connection& conn) {
     }
     for (const ConnSocket* socket : {&conn.client, &conn.upstream}) {
         if (socket->fixed() && socket->syscall_fd() < 0) {
-            // No fd to be had (EMFILE): it stays here, served to its end.
-            --pausing_;
-            conn.handover = HandoverStep::Unmovable;
-            conn.leaving = false; // its directions read as before, and never hold
-            conn.move_to = -1;
-            shard_.log.debug("connection {}: no fd for its slot; not handed over", conn.slot);
-            resume_paused(conn);
+            // No fd to be had (EMFILE: the file table is full, often of connections
+            // queued for the sender): served on here, and tried again once the queue
+            // has had time to drain. An fd installed for the other slot is kept.
+            shard_.log.debug("connection {}: no fd for its slot; not handed over yet", conn.slot);
+            call_off_for_now(conn, kNoFdRetry);
             return;
         }
     }
     detach(conn);
 }
 
+void Connections::call_off_for_now(Connection& conn, std::chrono::milliseconds retry) {
+    conn.pause_again_at = shard_.now + retry;
+    --pausing_;
+    conn.handover = HandoverStep::None;
+    resume_paused(conn); // still leaving: paused again after `retry`
+}
+
 void Connections::resume(Connection& conn, Resumed& from) {
-    // Taken back from a successor that refused it: this engine keeps it to its end.
-    if (detached_ != nullptr)
+    // Taken back from a successor that refused it: this engine keeps it to its end. One
+    // moved in from another shard of this engine during a hand-over is still handable.
+    if (detached_ != nullptr && !from.moved)
         conn.handover = HandoverStep::Unmovable;
     for (Side side : kBothSides) {
         // Bytes read there and not delivered: its direction delivers them first

@@ -68,7 +68,7 @@ std::string Connections::start_move(Connection& conn, int to, std::chrono::milli
     if (conn.move_to >= 0)
         return fmt::format("it is moving to shard {} already", conn.move_to);
     if (conn.handover == HandoverStep::Unmovable)
-        return "it cannot move (no fd could be had for its slots)";
+        return "it was taken back from a successor that refused it";
     // A route a reconfiguration retired lives on for its connections only: the other
     // shard has no state of it to carry the connection on with.
     if (!current(*conn.route))

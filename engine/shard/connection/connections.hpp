@@ -184,6 +184,9 @@ private:
     // is the one connected to, known already: no getpeername(2) per connection for
     // observers or the control socket.
     static Endpoint upstream_endpoint(const Connection& conn);
+    // A pause that cannot go on yet (no pipe, no fd): the connection reads and writes
+    // again, and is paused again after `retry`.
+    void call_off_for_now(Connection& conn, std::chrono::milliseconds retry);
     // An adopted connection takes on what it had done in the engine it came from.
     void resume(Connection& conn, Resumed& from); // takes its pipes
     // With direct descriptors, an adopted pair's plain fds go into slots before it

@@ -72,14 +72,15 @@ public:
     // go along with the connection, so it is quiet also when what it holds is bytes its
     // destination has not taken, and it waits for room there: in its pipe, or in copy
     // chunks (their send in flight) that a pipe of that size takes
-    // (hold_chunks_in_pipe).
+    // (hold_chunks_in_pipes).
     static bool quiet(const Connection& conn, Side side, std::size_t pipe_room = 0);
-    // A copying direction paused with chunks not sent (its send cancelled): their bytes
-    // go into a pipe, and the direction waits for room at its destination as a splice
-    // direction with bytes in its pipe does (PollingOut), delivering them through the
-    // ring before it goes back to its path (unsent_first). False when no pipe could be
-    // had or they do not fit in one: the chunks stay, and the direction is as it was.
-    bool hold_chunks_in_pipe(Connection& conn, Side side);
+    // Each copying direction paused with chunks not sent (its send cancelled): their
+    // bytes go into a pipe, and the direction waits for room at its destination as a
+    // splice direction with bytes in its pipe does (PollingOut), delivering them through
+    // the ring before it goes back to its path (unsent_first). All or nothing: false
+    // when a pipe could not be had for one or its bytes do not fit; then both
+    // directions are as they were and no pipe is kept.
+    bool hold_chunks_in_pipes(Connection& conn);
     // A cancelled send (a pause) came back: `result` bytes were sent (-ECANCELED,
     // -EAGAIN: none), counted and retired as a send's are.
     void on_send_cancelled(Connection& conn, Side side, int result);
@@ -170,6 +171,9 @@ private:
     std::byte* chunk_data(const CopyChunk& chunk) const;
     // Chunk `i`'s bytes not sent yet: all of it, but for the first chunk's `first_sent`.
     std::span<std::byte> unsent_part(const Direction& dir, uint8_t i) const;
+    // Writes a paused direction's unsent chunks into `pipe`; false when they do not all
+    // fit (what was written stays in the pipe: it is not reused).
+    bool write_chunks(const Direction& dir, pipes::Pipe& pipe) const;
     void give_back_chunk(const CopyChunk& chunk);
     // A send of `sent` bytes completed: the chunks it emptied go back, in order.
     void retire_sent(Direction& dir, uint32_t sent);

@@ -4,6 +4,9 @@
 // with bytes its old shard could not deliver yet, in the pipe that came along.
 #include "shard/directions/directions.hpp"
 
+#include <array>
+#include <optional>
+
 #include <unistd.h>
 
 namespace uringfwd::engine {
@@ -111,32 +114,57 @@ void Directions::on_send_cancelled(Connection& conn, Side side, int result) {
     retire_sent(dir, static_cast<uint32_t>(result));
 }
 
-bool Directions::hold_chunks_in_pipe(Connection& conn, Side side) {
-    Direction& dir = conn.dir(side);
-    if (dir.state != DirState::Copying || dir.chunk_count == 0)
-        return true; // nothing held: nothing to do
-    std::optional<pipes::Pipe> pipe = shard_.pool.lease();
-    if (!pipe)
-        return false;
-    // Written in their order; a pipe that takes less than all (one made small over the
-    // per-user budget) goes back holding bytes, so it is closed, never reused.
+bool Directions::write_chunks(const Direction& dir, pipes::Pipe& pipe) const {
+    if (pipe.capacity() < unsent_bytes(dir))
+        return false; // one made small over the per-user budget (docs/kernel.md)
     for (uint8_t i = 0; i < dir.chunk_count; ++i) {
         const std::span<std::byte> part = unsent_part(dir, i);
-        const ssize_t written = ::write(pipe->write_fd(), part.data(), part.size());
+        const ssize_t written = ::write(pipe.write_fd(), part.data(), part.size());
         if (written > 0)
-            pipe->filled(static_cast<std::size_t>(written));
-        if (written != static_cast<ssize_t>(part.size())) {
-            shard_.pool.give_back(std::move(*pipe));
+            pipe.filled(static_cast<std::size_t>(written));
+        if (written != static_cast<ssize_t>(part.size()))
             return false;
+    }
+    return true;
+}
+
+bool Directions::hold_chunks_in_pipes(Connection& conn) {
+    // Both directions or neither: one turned into a splice direction while the other
+    // stays copying would be resumed half-converted when the pause is called off.
+    std::array<std::optional<pipes::Pipe>, 2> pipes;
+    bool all_held = true;
+    for (Side side : kBothSides) {
+        const Direction& dir = conn.dir(side);
+        if (dir.state != DirState::Copying || dir.chunk_count == 0)
+            continue; // nothing held: nothing to do
+        std::optional<pipes::Pipe>& pipe = pipes[static_cast<int>(side)];
+        pipe = shard_.pool.lease();
+        if (!pipe || !write_chunks(dir, *pipe)) {
+            all_held = false;
+            break;
         }
     }
-    give_back_chunks(dir);
-    dir.pipe = std::move(pipe);
-    dir.path = Path::Splice;
-    dir.state = DirState::PollingOut; // its wait for room was the send just cancelled
-    dir.inline_splice = false;
-    dir.unsent_first = true;
-    dir.to_splice = false; // it goes back to its shard's path once the pipe is empty
+    if (!all_held) {
+        // A pipe given back holding bytes is closed by the pool, never reused; the
+        // chunks are untouched, so the directions are as they were.
+        for (std::optional<pipes::Pipe>& pipe : pipes)
+            if (pipe)
+                shard_.pool.give_back(std::move(*pipe));
+        return false;
+    }
+    for (Side side : kBothSides) {
+        std::optional<pipes::Pipe>& pipe = pipes[static_cast<int>(side)];
+        if (!pipe)
+            continue;
+        Direction& dir = conn.dir(side);
+        give_back_chunks(dir);
+        dir.pipe = std::move(pipe);
+        dir.path = Path::Splice;
+        dir.state = DirState::PollingOut; // its wait for room was the send just cancelled
+        dir.inline_splice = false;
+        dir.unsent_first = true;
+        dir.to_splice = false; // it goes back to its shard's path once the pipe is empty
+    }
     return true;
 }
 
