@@ -27,10 +27,12 @@ namespace {
 // reads and two watches cancelled) and two fd installs, so a table of 10 000 idle
 // connections moves in batches that never crowd the ring.
 constexpr std::size_t kMaxPausing = 512;
-// Connections detached and not yet sent, engine-wide, above which no shard pauses
-// more: each holds two plain fds (the ones installed for its slots, on direct
-// descriptors), which the fd limit did not count on; the sender passes 100 at a time.
-constexpr std::size_t kMaxQueued = 1024;
+// Fds of the connections detached and not yet sent, engine-wide, above which no shard
+// pauses more: each holds two plain fds (the ones installed for its slots, on direct
+// descriptors) and both ends of any pipe that goes along, which the fd limit did not
+// count on; the sender passes 100 connections at a time. 1024 idle connections, fewer
+// with pipes.
+constexpr std::size_t kMaxQueuedFds = 2048;
 // A direction held for a pause reads again once nothing of its connection has moved for
 // this long, and none of the connection holds for as long (Connection::holding_since):
 // the other direction's destination may be a peer that reads only once it has written
@@ -77,7 +79,7 @@ void Connections::pause_leaving_connections() {
     if (detached_ != nullptr) {
         // With the queue full no more pause (the next batch taken wakes every shard:
         // after_batch() looks again), but a hold still lets go in time.
-        const bool room = detached_->size() < kMaxQueued;
+        const bool room = detached_->fds() < kMaxQueuedFds;
         table_.for_each_active([this, room](Connection& conn) {
             if (room)
                 pause_if_quiet(conn);

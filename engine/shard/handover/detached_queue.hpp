@@ -18,6 +18,7 @@ public:
     void push(DetachedConnection&& conn) {
         {
             std::lock_guard lock(mu_);
+            fds_ += conn.fd_count();
             queue_.push_back(std::move(conn));
         }
         ready_.notify_one();
@@ -29,6 +30,7 @@ public:
         ready_.wait_for(lock, wait, [this] { return !queue_.empty(); });
         std::vector<DetachedConnection> out;
         while (!queue_.empty() && out.size() < max) {
+            fds_ -= queue_.front().fd_count();
             out.push_back(std::move(queue_.front()));
             queue_.pop_front();
         }
@@ -40,10 +42,18 @@ public:
         return queue_.size();
     }
 
+    // The fds the queued connections hold: two sockets each, two more per pipe that
+    // goes along. What bounds the queue, as it is what the fd limit did not count on.
+    std::size_t fds() const {
+        std::lock_guard lock(mu_);
+        return fds_;
+    }
+
 private:
     mutable std::mutex mu_;
     std::condition_variable ready_;
     std::deque<DetachedConnection> queue_;
+    std::size_t fds_ = 0;
 };
 
 } // namespace uringfwd::engine
