@@ -191,15 +191,13 @@ int main(int argc, char** argv) {
     // that took over binds it only after the takeover (below): until then the path is
     // the old process's, which keeps serving if this start fails.
     std::optional<uringfwd::cli::UpgradeListener> upgrade;
-    auto listen_for_successor = [&] {
+    if (!operations.upgrade_socket.empty() && !takeover) {
         try {
             upgrade.emplace(operations.upgrade_socket);
         } catch (const std::exception& e) {
             fail(e.what());
         }
-    };
-    if (!operations.upgrade_socket.empty() && !takeover)
-        listen_for_successor();
+    }
     std::optional<uringfwd::cli::control::ControlSocket> control_socket;
     try {
         control_socket = uringfwd::cli::control::open_control_socket(operations, takeover);
@@ -300,8 +298,17 @@ int main(int argc, char** argv) {
     }
     if (metrics)
         metrics->set_readiness(uringfwd::ops::Readiness::Ready);
-    if (!operations.upgrade_socket.empty() && !upgrade)
-        listen_for_successor(); // after the takeover: the old process's socket until now
+    if (!operations.upgrade_socket.empty() && !upgrade) {
+        // After the takeover: the old process's socket until now. It is still in use
+        // when the old process did not let go (its "released" never came): serving
+        // already, this process does not exit for want of it, nor take the path from
+        // under a process that accepts on it.
+        try {
+            upgrade.emplace(operations.upgrade_socket);
+        } catch (const std::exception& e) {
+            log.warn("{}; this process takes no successor (SIGRTMIN+1 is ignored)", e.what());
+        }
+    }
     pid_t successor = -1;
     std::unique_ptr<uringfwd::cli::ConnectionSender> sender; // hands connections over
 

@@ -1,5 +1,6 @@
 #include "cli/upgrade.hpp"
 #include "cli/seqpacket.hpp"
+#include "uringfwd/socket_file.hpp"
 
 #include <fmt/format.h>
 
@@ -128,15 +129,25 @@ UpgradeListener::UpgradeListener(std::string path) : path_(std::move(path)) {
     fd_.reset(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     if (!fd_)
         throw std::runtime_error(fmt::format("upgrade socket: {}", std::strerror(errno)));
-    ::unlink(path_.c_str());
-    if (::bind(fd_.get(), reinterpret_cast<const sockaddr*>(&address), length) != 0 ||
-        ::chmod(path_.c_str(), 0600) != 0 || ::listen(fd_.get(), 4) != 0)
+    auto bind_path = [&] {
+        return ::bind(fd_.get(), reinterpret_cast<const sockaddr*>(&address), length) == 0;
+    };
+    // What is at the path is replaced only when it is a socket nobody accepts on: one
+    // left by a process that ended, or by the process we took over from (it closes its
+    // own before it says "released"). Anything else is the operator's, and a start must
+    // never delete it (clear_stale_socket throws, naming what is there).
+    bool bound = bind_path();
+    if (!bound && errno == EADDRINUSE) {
+        clear_stale_socket(path_, fmt::format("upgrade socket {}", path_));
+        bound = bind_path();
+    }
+    if (!bound)
         throw std::runtime_error(fmt::format("upgrade socket {}: {}", path_, std::strerror(errno)));
-}
-
-UpgradeListener::~UpgradeListener() {
-    if (!handed_over_)
-        ::unlink(path_.c_str());
+    // Ours from here on: removed when we end, unless a successor has it by then or
+    // something else is at the path.
+    file_ = OwnedSocketFile(path_);
+    if (::chmod(path_.c_str(), 0600) != 0 || ::listen(fd_.get(), 4) != 0)
+        throw std::runtime_error(fmt::format("upgrade socket {}: {}", path_, std::strerror(errno)));
 }
 
 bool UpgradeListener::serve_successor(Engine& engine, const ProcessLog& log, int control_fd,
@@ -191,6 +202,7 @@ bool UpgradeListener::serve_successor(Engine& engine, const ProcessLog& log, int
     handed_over_ = true;
     successor_pid_ = peer.pid;
     fd_.reset();
+    file_.disown(); // the successor binds the path anew once it has "released"
     try {
         send_message(conversation_ ? conversation_.get() : conn.get(), "released");
     } catch (const std::exception&) {

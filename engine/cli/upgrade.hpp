@@ -29,6 +29,7 @@
 #include "cli/process_log.hpp"
 #include "ops/unique_fd.hpp"
 #include "uringfwd/engine.hpp"
+#include "uringfwd/socket_file.hpp"
 
 #include <sys/types.h>
 
@@ -77,10 +78,12 @@ private:
 // The running process's side.
 class UpgradeListener {
 public:
-    // Binds `path` (replacing a file there: callers first tried to connect to it),
-    // mode 0600. Throws std::runtime_error.
+    // Binds `path`, mode 0600, replacing only a socket file nobody accepts on (callers
+    // first tried to connect to it). Throws std::runtime_error, naming what is there
+    // when it is anything else (a regular file, a directory, a live socket).
+    // Destroyed, it removes the file it bound, unless a successor has the path now or
+    // the file there is no longer the one it bound.
     explicit UpgradeListener(std::string path);
-    ~UpgradeListener(); // removes the file, unless a successor has it now
     UpgradeListener(const UpgradeListener&) = delete;
     UpgradeListener& operator=(const UpgradeListener&) = delete;
 
@@ -106,6 +109,7 @@ public:
 private:
     std::string path_;
     ops::UniqueFd fd_;
+    OwnedSocketFile file_; // the file our bind made, until a successor has the path
     bool handed_over_ = false;
     bool successor_took_control_ = false;
     bool successor_takes_pipes_ = false;
