@@ -1,6 +1,6 @@
 #include "cli/upgrade.hpp"
 #include "cli/seqpacket.hpp"
-#include "uringfwd/socket_file.hpp"
+#include "net/unix_socket_file.hpp"
 
 #include <fmt/format.h>
 
@@ -129,19 +129,12 @@ UpgradeListener::UpgradeListener(std::string path) : path_(std::move(path)) {
     fd_.reset(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     if (!fd_)
         throw std::runtime_error(fmt::format("upgrade socket: {}", std::strerror(errno)));
-    auto bind_path = [&] {
-        return ::bind(fd_.get(), reinterpret_cast<const sockaddr*>(&address), length) == 0;
-    };
     // What is at the path is replaced only when it is a socket nobody accepts on: one
     // left by a process that ended, or by the process we took over from (it closes its
     // own before it says "released"). Anything else is the operator's, and a start must
-    // never delete it (clear_stale_socket throws, naming what is there).
-    bool bound = bind_path();
-    if (!bound && errno == EADDRINUSE) {
-        clear_stale_socket(path_, fmt::format("upgrade socket {}", path_));
-        bound = bind_path();
-    }
-    if (!bound)
+    // never delete it (bind_replacing_stale throws, naming what is there).
+    if (engine::bind_replacing_stale(fd_.get(), reinterpret_cast<const sockaddr*>(&address), length,
+                                     fmt::format("upgrade socket {}", path_)) != 0)
         throw std::runtime_error(fmt::format("upgrade socket {}: {}", path_, std::strerror(errno)));
     // Ours from here on: removed when we end, unless a successor has it by then or
     // something else is at the path.

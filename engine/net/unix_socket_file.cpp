@@ -77,6 +77,31 @@ void clear_stale_socket(const std::string& path, std::string_view shown) {
         fail(fmt::format("cannot remove the stale socket file: {}", std::strerror(errno)));
 }
 
+namespace engine {
+
+std::string unix_path_of(const sockaddr* address, socklen_t length) {
+    const auto* un = reinterpret_cast<const sockaddr_un*>(address);
+    const auto path_offset = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path));
+    if (address->sa_family != AF_UNIX || length <= path_offset || un->sun_path[0] == '\0')
+        return {};
+    return std::string(un->sun_path, strnlen(un->sun_path, length - path_offset));
+}
+
+int bind_replacing_stale(int fd, const sockaddr* address, socklen_t length,
+                         std::string_view shown) {
+    if (::bind(fd, address, length) == 0)
+        return 0;
+    if (errno != EADDRINUSE)
+        return -1;
+    const std::string path = unix_path_of(address, length);
+    if (path.empty())
+        return -1; // a TCP port or an abstract name: nothing in the filesystem to clear
+    clear_stale_socket(path, shown);
+    return ::bind(fd, address, length);
+}
+
+} // namespace engine
+
 OwnedSocketFile::OwnedSocketFile(std::string path) {
     struct stat st {};
     if (::lstat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode))

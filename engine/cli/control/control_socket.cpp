@@ -1,4 +1,5 @@
 #include "cli/control/control_socket.hpp"
+#include "net/unix_socket_file.hpp"
 
 #include <fmt/format.h>
 
@@ -22,12 +23,15 @@ constexpr int kBacklog = 16;
         fmt::format("control socket {}: {}: {}", path, what, std::strerror(errno)));
 }
 
+// A socket file left by a process that ended is replaced; a live one, or any other
+// file, is an error naming the path (bind_replacing_stale() throws).
 int bind_at(int fd, const std::string& path) {
     sockaddr_un address{};
     address.sun_family = AF_UNIX;
     std::memcpy(address.sun_path, path.data(), path.size()); // checked by the caller
     const auto length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + 1);
-    return ::bind(fd, reinterpret_cast<const sockaddr*>(&address), length);
+    return engine::bind_replacing_stale(fd, reinterpret_cast<const sockaddr*>(&address), length,
+                                        fmt::format("control socket {}", path));
 }
 
 } // namespace
@@ -43,15 +47,8 @@ ControlSocket ControlSocket::bind(const std::string& path, unsigned mode,
     out.fd_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (!out.fd_)
         fail(path, "socket");
-    if (bind_at(out.fd_.get(), path) != 0) {
-        if (errno != EADDRINUSE)
-            fail(path, "bind");
-        // A socket file left by a process that ended is replaced; a live one, or any
-        // other file, is an error naming the path (clear_stale_socket() throws).
-        clear_stale_socket(path, fmt::format("control socket {}", path));
-        if (bind_at(out.fd_.get(), path) != 0)
-            fail(path, "bind");
-    }
+    if (bind_at(out.fd_.get(), path) != 0)
+        fail(path, "bind");
     // Ours from here: removed again if anything below throws.
     out.file_ = OwnedSocketFile(path);
     // Before listen(2): until then a connect is refused, so nobody reaches the socket
