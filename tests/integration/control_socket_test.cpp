@@ -11,6 +11,7 @@
 #include "tests/support/exchange.hpp"
 #include "tests/support/other_user.hpp"
 #include "tests/support/payload.hpp"
+#include "tests/support/socket_files.hpp"
 #include "tests/support/socket_io.hpp"
 #include "tests/support/sockets.hpp"
 #include "tests/support/temp_config_file.hpp"
@@ -67,16 +68,6 @@ bool forwards(const Endpoint& at) {
     return r.received == 1000 && r.received_sha256 == payload_sha256(7, 1000);
 }
 
-bool exists(const std::string& path) {
-    struct stat st {};
-    return ::lstat(path.c_str(), &st) == 0;
-}
-
-mode_t mode_of(const std::string& path) {
-    struct stat st {};
-    return ::lstat(path.c_str(), &st) == 0 ? st.st_mode & 07777 : 0;
-}
-
 // `name value` lines as a map.
 std::map<std::string, std::string> pairs(const std::string& reply) {
     std::map<std::string, std::string> out;
@@ -95,7 +86,7 @@ TEST(ControlSocket, OwnerOnlyByDefaultAndAnotherUserCannotConnect) {
     dir.open_to_everyone();
     EchoServer echo;
     Forwarder fwd = start_with_control(dir, echo);
-    EXPECT_EQ(mode_of(fwd.control), 0600u);
+    EXPECT_EQ(identify(fwd.control).permissions, 0600u);
     EXPECT_THAT(control_command(fwd.control, "help"), HasSubstr("show info"));
     if (::geteuid() != 0)
         GTEST_SKIP() << "needs root to act as another user";
@@ -137,13 +128,9 @@ TEST(ControlSocket, AnUnknownGroupStopsTheStart) {
                     "[[route]]\nname = \"web\"\nlisten = \"127.0.0.1:0\"\n  [[route.upstream]]\n"
                     "  address = \"{}\"\n",
                     dir.file("control.sock"), echo.endpoint().to_string())};
-    BinaryProcess fwd{uring_fwd_binary(), {"--config", file.path(), "--shards", "1"}};
-    const std::optional<ExitStatus> status = fwd.wait_exit(Deadline{10s});
-    ASSERT_TRUE(status);
-    EXPECT_EQ(status->code, 1);
-    EXPECT_THAT(fwd.stderr_text(),
+    EXPECT_THAT(failed_start({"--config", file.path(), "--shards", "1"}),
                 HasSubstr("control_group: no group named \"no-such-group-here\""));
-    EXPECT_FALSE(exists(dir.file("control.sock")));
+    EXPECT_FALSE(identify(dir.file("control.sock")).exists);
 }
 
 TEST(ControlSocket, EveryCommandReplies) {
@@ -325,25 +312,17 @@ TEST(ControlSocket, RemovedOnExit) {
     TempDir dir;
     EchoServer echo;
     Forwarder fwd = start_with_control(dir, echo);
-    ASSERT_TRUE(exists(fwd.control));
-    fwd.process->signal(SIGTERM);
-    const std::optional<ExitStatus> status = fwd.process->wait_exit(Deadline{10s});
-    ASSERT_TRUE(status);
-    EXPECT_EQ(status->code, 0) << fwd.process->stderr_text();
-    EXPECT_FALSE(exists(fwd.control));
+    ASSERT_TRUE(identify(fwd.control).exists);
+    stop(*fwd.process);
+    EXPECT_FALSE(identify(fwd.control).exists);
 }
 
 TEST(ControlSocket, ALiveSocketAtThePathIsRefusedAndLeft) {
     TempDir dir;
     EchoServer echo;
     Forwarder first = start_with_control(dir, echo);
-    BinaryProcess second{uring_fwd_binary(),
-                         {"--listen", "127.0.0.1:0", "--upstream", echo.endpoint().to_string(),
-                          "--control", first.control, "--shards", "1"}};
-    const std::optional<ExitStatus> status = second.wait_exit(Deadline{10s});
-    ASSERT_TRUE(status);
-    EXPECT_EQ(status->code, 1);
-    EXPECT_THAT(second.stderr_text(),
+    EXPECT_THAT(failed_start({"--listen", "127.0.0.1:0", "--upstream", echo.endpoint().to_string(),
+                              "--control", first.control, "--shards", "1"}),
                 HasSubstr(fmt::format("control socket {}: it is in use by another process",
                                       first.control)));
     // The first one's socket is untouched and answers.
@@ -354,33 +333,18 @@ TEST(ControlSocket, ALiveSocketAtThePathIsRefusedAndLeft) {
 TEST(ControlSocket, AStaleSocketIsReplacedAndAnotherFileLeft) {
     TempDir dir;
     EchoServer echo;
-    {
-        // A socket file nobody listens on any more: left by a process that was killed.
-        UniqueFd bound(::socket(AF_UNIX, SOCK_STREAM, 0));
-        sockaddr_un address{};
-        address.sun_family = AF_UNIX;
-        const std::string path = dir.file("control.sock");
-        std::memcpy(address.sun_path, path.c_str(), path.size());
-        ::unlink(path.c_str());
-        ASSERT_EQ(::bind(bound.get(), reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
-    } // closed, file left
-    ASSERT_TRUE(exists(dir.file("control.sock")));
+    // A socket file nobody listens on any more: left by a process that was killed.
+    ASSERT_TRUE(leave_stale_socket(dir.file("control.sock"), SOCK_STREAM));
+    ASSERT_TRUE(identify(dir.file("control.sock")).exists);
     {
         Forwarder fwd = start_with_control(dir, echo);
         EXPECT_THAT(control_command(fwd.control, "show info"), StartsWith("version "));
     }
     std::ofstream(dir.file("control.sock")) << "not a socket\n";
-    BinaryProcess refused{uring_fwd_binary(),
-                          {"--listen", "127.0.0.1:0", "--upstream", echo.endpoint().to_string(),
-                           "--control", dir.file("control.sock"), "--shards", "1"}};
-    const std::optional<ExitStatus> status = refused.wait_exit(Deadline{10s});
-    ASSERT_TRUE(status);
-    EXPECT_EQ(status->code, 1);
-    EXPECT_THAT(refused.stderr_text(), HasSubstr("is a regular file, not a socket"));
-    std::ifstream kept(dir.file("control.sock"));
-    std::string line;
-    std::getline(kept, line);
-    EXPECT_EQ(line, "not a socket");
+    EXPECT_THAT(failed_start({"--listen", "127.0.0.1:0", "--upstream", echo.endpoint().to_string(),
+                              "--control", dir.file("control.sock"), "--shards", "1"}),
+                HasSubstr("is a regular file, not a socket"));
+    EXPECT_EQ(contents(dir.file("control.sock")), "not a socket\n");
 }
 
 TEST(ControlSocket, KeptAcrossABinaryUpgrade) {
@@ -414,7 +378,7 @@ TEST(ControlSocket, KeptAcrossABinaryUpgrade) {
     // And the successor removes it when it goes.
     successor.signal(SIGTERM);
     ASSERT_TRUE(successor.wait_exit(Deadline{10s}));
-    EXPECT_FALSE(exists(dir.file("control.sock")));
+    EXPECT_FALSE(identify(dir.file("control.sock")).exists);
 }
 
 } // namespace

@@ -7,6 +7,7 @@
 #include "tests/support/exchange.hpp"
 #include "tests/support/payload.hpp"
 #include "tests/support/proc_stats.hpp"
+#include "tests/support/socket_files.hpp"
 #include "tests/support/sockets.hpp"
 #include "tests/support/temp_config_file.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -33,52 +34,10 @@ namespace {
 
 using namespace std::chrono_literals;
 
-struct FileId {
-    bool exists = false;
-    bool socket = false;
-    dev_t device = 0;
-    ino_t inode = 0;
-    bool operator==(const FileId&) const = default;
-};
-
-FileId identify(const std::string& path) {
-    struct stat st {};
-    if (::lstat(path.c_str(), &st) != 0)
-        return {};
-    return {true, S_ISSOCK(st.st_mode), st.st_dev, st.st_ino};
-}
-
-std::string contents(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
 bool echoes(const Endpoint& at) {
     UniqueFd fd = connect_to(at, 5000ms);
     const ExchangeResult r = exchange(fd, source_plan(4096, 7), Deadline{5s});
     return r.received == 4096 && r.received_sha256 == payload_sha256(7, 4096);
-}
-
-// Runs the binary with `args`, which must fail to start within 10 s: its stderr.
-std::string failed_start(std::vector<std::string> args) {
-    BinaryProcess proc{uring_fwd_binary(), std::move(args)};
-    const std::optional<ExitStatus> status = proc.wait_exit(Deadline{10s});
-    if (!status) {
-        ADD_FAILURE() << "started, though it should not have:\n" << proc.stderr_text();
-        return proc.stderr_text();
-    }
-    EXPECT_TRUE(status->exited && status->code == 1) << status->describe();
-    std::this_thread::sleep_for(50ms); // the last of stderr
-    return proc.stderr_text();
-}
-
-void stop(BinaryProcess& proc) {
-    proc.signal(SIGTERM);
-    const std::optional<ExitStatus> status = proc.wait_exit(Deadline{10s});
-    ASSERT_TRUE(status) << proc.stderr_text();
-    EXPECT_TRUE(status->exited && status->code == 0) << status->describe();
 }
 
 // The issue's first bug: a second instance on the path of a running one said "Address
@@ -151,14 +110,8 @@ TEST(UnixListen, AStaleSocketFileIsReplaced) {
     TempDir dir;
     EchoServer echo;
     const std::string path = dir.file("stale.sock");
-    {
-        // Bound and closed without ever listening: the file stays, refusing connects.
-        UniqueFd fd{::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)};
-        sockaddr_un address{};
-        address.sun_family = AF_UNIX;
-        std::memcpy(address.sun_path, path.c_str(), path.size());
-        ASSERT_EQ(::bind(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-    }
+    // Bound and closed without ever listening: the file stays, refusing connects.
+    ASSERT_TRUE(leave_stale_socket(path, SOCK_STREAM));
     ASSERT_TRUE(identify(path).socket);
     const Endpoint at = Endpoint::parse("unix:" + path);
     BinaryProcess fwd{uring_fwd_binary(),
