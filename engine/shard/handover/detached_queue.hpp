@@ -37,11 +37,6 @@ public:
         return out;
     }
 
-    std::size_t size() const {
-        std::lock_guard lock(mu_);
-        return queue_.size();
-    }
-
     // The fds the queued connections hold: two sockets each, two more per pipe that
     // goes along. What bounds the queue, as it is what the fd limit did not count on.
     std::size_t fds() const {
