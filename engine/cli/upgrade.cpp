@@ -1,6 +1,6 @@
 #include "cli/upgrade.hpp"
 #include "cli/seqpacket.hpp"
-#include "net/unix_socket_file.hpp"
+#include "uringfwd/socket_file.hpp"
 
 #include <fmt/format.h>
 
@@ -125,16 +125,15 @@ bool UpgradeTakeover::finish(const ProcessLog& log, bool take_connections) {
 
 UpgradeListener::UpgradeListener(std::string path) : path_(std::move(path)) {
     socklen_t length = 0;
-    const sockaddr_un address = unix_address(path_, length);
+    unix_address(path_, length); // throws, naming the path, when sun_path cannot hold it
     fd_.reset(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     if (!fd_)
         throw std::runtime_error(fmt::format("upgrade socket: {}", std::strerror(errno)));
     // What is at the path is replaced only when it is a socket nobody accepts on: one
     // left by a process that ended, or by the process we took over from (it closes its
     // own before it says "released"). Anything else is the operator's, and a start must
-    // never delete it (bind_replacing_stale throws, naming what is there).
-    if (engine::bind_replacing_stale(fd_.get(), reinterpret_cast<const sockaddr*>(&address), length,
-                                     fmt::format("upgrade socket {}", path_)) != 0)
+    // never delete it (bind_unix_path throws, naming what is there).
+    if (bind_unix_path(fd_.get(), path_, fmt::format("upgrade socket {}", path_)) != 0)
         throw std::runtime_error(fmt::format("upgrade socket {}: {}", path_, std::strerror(errno)));
     // Ours from here on: removed when we end, unless a successor has it by then or
     // something else is at the path.

@@ -18,6 +18,14 @@
 namespace uringfwd::engine {
 
 namespace {
+// The path of a Unix address bound in the filesystem; empty for the abstract namespace.
+std::string unix_path(const SocketAddress& address) {
+    auto* un = reinterpret_cast<const sockaddr_un*>(&address.storage);
+    if (address.family() != AF_UNIX || un->sun_path[0] == '\0')
+        return {};
+    return std::string(un->sun_path, strnlen(un->sun_path, sizeof(un->sun_path)));
+}
+
 int enable(int fd, int level, int option) {
     int one = 1;
     return ::setsockopt(fd, level, option, &one, sizeof(one));
@@ -55,11 +63,13 @@ ListeningSocket open_listener(const SocketAddress& address, const ListenSocketOp
             ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6_only, sizeof(v6_only)) != 0)
             return fail("IPV6_V6ONLY: ");
     }
+    const std::string path = unix_path(address);
     // A Unix path's file is replaced only when it is a socket nobody accepts on;
     // anything else throws.
-    if (bind_replacing_stale(fd, address.get(), address.length, shown) != 0)
+    const int rc =
+        path.empty() ? ::bind(fd, address.get(), address.length) : bind_unix_path(fd, path, shown);
+    if (rc != 0)
         return fail("");
-    const std::string path = unix_path_of(address.get(), address.length);
     if (!path.empty()) {
         out.file = OwnedSocketFile(path); // removed again if anything below fails
         // By path: a socket's fd has no say over its file (fchmod(2) on it changes the

@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
@@ -33,19 +34,32 @@ const char* kind_of(mode_t mode) {
     return "not a socket";
 }
 
+// The address of a Unix path and its length, or nullopt when sun_path cannot hold it.
+struct UnixPathAddress {
+    sockaddr_un address{};
+    socklen_t length = 0;
+    const sockaddr* get() const { return reinterpret_cast<const sockaddr*>(&address); }
+};
+std::optional<UnixPathAddress> unix_path_address(const std::string& path) {
+    UnixPathAddress out;
+    if (path.size() >= sizeof(out.address.sun_path))
+        return std::nullopt;
+    out.address.sun_family = AF_UNIX;
+    std::memcpy(out.address.sun_path, path.data(), path.size());
+    out.length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + 1);
+    return out;
+}
+
 // connect(2)'s errno for `path`, 0 when someone accepted. Non-blocking, so a live
 // socket whose backlog is full answers EAGAIN at once instead of making us wait.
 int probe_connect(const std::string& path) {
     uring::UniqueFd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (!probe)
         return errno;
-    sockaddr_un address{};
-    address.sun_family = AF_UNIX;
-    if (path.size() >= sizeof(address.sun_path))
+    const std::optional<UnixPathAddress> address = unix_path_address(path);
+    if (!address)
         return ENAMETOOLONG;
-    std::memcpy(address.sun_path, path.data(), path.size());
-    const auto length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + 1);
-    if (::connect(probe.get(), reinterpret_cast<const sockaddr*>(&address), length) == 0)
+    if (::connect(probe.get(), address->get(), address->length) == 0)
         return 0;
     return errno;
 }
@@ -77,30 +91,19 @@ void clear_stale_socket(const std::string& path, std::string_view shown) {
         fail(fmt::format("cannot remove the stale socket file: {}", std::strerror(errno)));
 }
 
-namespace engine {
-
-std::string unix_path_of(const sockaddr* address, socklen_t length) {
-    const auto* un = reinterpret_cast<const sockaddr_un*>(address);
-    const auto path_offset = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path));
-    if (address->sa_family != AF_UNIX || length <= path_offset || un->sun_path[0] == '\0')
-        return {};
-    return std::string(un->sun_path, strnlen(un->sun_path, length - path_offset));
-}
-
-int bind_replacing_stale(int fd, const sockaddr* address, socklen_t length,
-                         std::string_view shown) {
-    if (::bind(fd, address, length) == 0)
+int bind_unix_path(int fd, const std::string& path, std::string_view shown) {
+    const std::optional<UnixPathAddress> address = unix_path_address(path);
+    if (!address) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    if (::bind(fd, address->get(), address->length) == 0)
         return 0;
     if (errno != EADDRINUSE)
         return -1;
-    const std::string path = unix_path_of(address, length);
-    if (path.empty())
-        return -1; // a TCP port or an abstract name: nothing in the filesystem to clear
     clear_stale_socket(path, shown);
-    return ::bind(fd, address, length);
+    return ::bind(fd, address->get(), address->length);
 }
-
-} // namespace engine
 
 OwnedSocketFile::OwnedSocketFile(std::string path) {
     struct stat st {};

@@ -1,5 +1,4 @@
 #include "cli/control/control_socket.hpp"
-#include "net/unix_socket_file.hpp"
 
 #include <fmt/format.h>
 
@@ -23,17 +22,6 @@ constexpr int kBacklog = 16;
         fmt::format("control socket {}: {}: {}", path, what, std::strerror(errno)));
 }
 
-// A socket file left by a process that ended is replaced; a live one, or any other
-// file, is an error naming the path (bind_replacing_stale() throws).
-int bind_at(int fd, const std::string& path) {
-    sockaddr_un address{};
-    address.sun_family = AF_UNIX;
-    std::memcpy(address.sun_path, path.data(), path.size()); // checked by the caller
-    const auto length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + 1);
-    return engine::bind_replacing_stale(fd, reinterpret_cast<const sockaddr*>(&address), length,
-                                        fmt::format("control socket {}", path));
-}
-
 } // namespace
 
 ControlSocket ControlSocket::bind(const std::string& path, unsigned mode,
@@ -47,7 +35,9 @@ ControlSocket ControlSocket::bind(const std::string& path, unsigned mode,
     out.fd_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (!out.fd_)
         fail(path, "socket");
-    if (bind_at(out.fd_.get(), path) != 0)
+    // A socket file left by a process that ended is replaced; a live one, or any other
+    // file, is an error naming the path (bind_unix_path() throws).
+    if (bind_unix_path(out.fd_.get(), path, fmt::format("control socket {}", path)) != 0)
         fail(path, "bind");
     // Ours from here: removed again if anything below throws.
     out.file_ = OwnedSocketFile(path);

@@ -20,6 +20,13 @@ namespace uringfwd {
 // and what is there: another kind of file, or a socket someone accepts on.
 void clear_stale_socket(const std::string& path, std::string_view shown);
 
+// bind(2) of the Unix socket `fd` to `path` by these rules: when the path is taken
+// (EADDRINUSE), clear_stale_socket(path, shown) makes room (it throws for anything but
+// a socket file nobody accepts on) and the bind is tried once more. 0, or -1 with errno
+// set, as bind(2) (ENAMETOOLONG for a path longer than sun_path holds). The caller
+// records the file its bind made (OwnedSocketFile).
+int bind_unix_path(int fd, const std::string& path, std::string_view shown);
+
 // The socket file a bind(2) of ours just made. Move-only; removes the file when
 // destroyed or on remove(), unless disown() was called, and only if the path is still
 // a socket with the device and inode it had right after the bind (another process
